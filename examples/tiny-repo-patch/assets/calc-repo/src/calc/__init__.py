@@ -1,0 +1,3 @@
+from calc.stats import mean, median, mode, variance
+
+__all__ = ["mean", "median", "mode", "variance"]

@@ -1,0 +1,186 @@
+"""Agent-facing pack API (v1). Every response is built from the public lane only."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import RequestDataTooBig
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, serializers, status
+from rest_framework.pagination import PageNumberPagination
+from rest_framework.parsers import MultiPartParser
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+from rest_framework.views import exception_handler as drf_exception_handler
+
+from packs import selectors
+from packs.forms import PackUploadForm, too_large_message
+from packs.models import ContractVersion, Task
+from packs.services import UploadRejected, pack_import_upload
+from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
+from verifiers.families import get_family
+
+
+def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):
+        return Response({"detail": too_large_message()}, status=413)
+    return drf_exception_handler(exc, context)
+
+
+class PackSerializer(serializers.Serializer):
+    id = serializers.CharField(source="pack_id")
+    title = serializers.CharField()
+    description = serializers.CharField()
+    latest_version = serializers.IntegerField()
+    url = serializers.SerializerMethodField()
+
+    def get_url(self, pack) -> str:
+        return self.context["request"].build_absolute_uri(
+            reverse("api-pack", kwargs={"pack_id": pack.pack_id})
+        )
+
+
+class VersionSerializer(serializers.Serializer):
+    pack = serializers.CharField(source="pack.pack_id")
+    version = serializers.IntegerField()
+    digest = serializers.CharField()
+    task_count = serializers.IntegerField()
+    family_counts = serializers.DictField(child=serializers.IntegerField())
+    lane_counts = serializers.DictField(child=serializers.IntegerField())
+    contract = serializers.JSONField()
+    uploaded_at = serializers.DateTimeField()
+    tasks_url = serializers.SerializerMethodField()
+
+    def get_tasks_url(self, cv: ContractVersion) -> str:
+        return self.context["request"].build_absolute_uri(
+            reverse("api-tasks", kwargs={"pack_id": cv.pack.pack_id, "version": cv.version})
+        )
+
+
+class AgentTaskSerializer(serializers.Serializer):
+    """What a harness needs for one task: its id, family, candidate kind and agent payload."""
+
+    task_id = serializers.CharField()
+    family = serializers.CharField()
+    candidate_kind = serializers.SerializerMethodField()
+    payload = serializers.JSONField(source="agent_payload")
+    asset_urls = serializers.SerializerMethodField()
+
+    def get_candidate_kind(self, task: Task) -> str | None:
+        return get_family(task.family).candidate_kind
+
+    def get_asset_urls(self, task: Task) -> dict[str, str]:
+        request = self.context["request"]
+        cv = self.context["contract_version"]
+        return {
+            pack_file.path: request.build_absolute_uri(
+                reverse(
+                    "packs:public-file",
+                    kwargs={
+                        "pack_id": cv.pack.pack_id,
+                        "version": cv.version,
+                        "path": pack_file.path,
+                    },
+                )
+            )
+            for pack_file in selectors.public_asset_files(task)
+        }
+
+
+class PackListApi(APIView):
+    @extend_schema(responses=PackSerializer(many=True))
+    def get(self, request: Request) -> Response:
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(
+            selectors.pack_list(query=request.query_params.get("q", "")), request, view=self
+        )
+        data = PackSerializer(page, many=True, context={"request": request}).data
+        return paginator.get_paginated_response(data)
+
+
+class PackDetailApi(APIView):
+    @extend_schema(operation_id="pack_detail", responses=VersionSerializer(many=True))
+    def get(self, request: Request, pack_id: str) -> Response:
+        pack = selectors.pack_get(pack_id)
+        versions = pack.versions.select_related("pack").order_by("-version")
+        return Response(
+            {
+                **PackSerializer(pack, context={"request": request}).data,
+                "versions": VersionSerializer(
+                    versions, many=True, context={"request": request}
+                ).data,
+            }
+        )
+
+
+class VersionDetailApi(APIView):
+    @extend_schema(responses=VersionSerializer)
+    def get(self, request: Request, pack_id: str, version: int) -> Response:
+        cv = selectors.version_get(pack_id, version)
+        return Response(VersionSerializer(cv, context={"request": request}).data)
+
+
+class VersionTasksApi(APIView):
+    @extend_schema(responses=AgentTaskSerializer(many=True))
+    def get(self, request: Request, pack_id: str, version: int) -> Response:
+        cv = selectors.version_get(pack_id, version)
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(
+            selectors.version_tasks(cv).only("task_id", "family", "agent_payload"),
+            request,
+            view=self,
+        )
+        context = {"request": request, "contract_version": cv}
+        return paginator.get_paginated_response(
+            AgentTaskSerializer(page, many=True, context=context).data
+        )
+
+
+class PackUploadApi(APIView):
+    permission_classes = [permissions.DjangoModelPermissions]
+    parser_classes = [MultiPartParser]
+    queryset = ContractVersion.objects.none()
+
+    class OutputSerializer(serializers.Serializer):
+        pack = serializers.CharField()
+        version = serializers.IntegerField()
+        digest = serializers.CharField()
+        tasks = serializers.IntegerField()
+        created = serializers.BooleanField()
+        message = serializers.CharField()
+
+    @extend_schema(request=None, responses=OutputSerializer)
+    def post(self, request: Request) -> Response:
+        if upload_declared_too_large(request._request):
+            return Response({"detail": too_large_message()}, status=413)
+        cap_uploads(request._request)
+        form = PackUploadForm(request.POST, request.FILES)
+        if upload_was_too_large(request._request):
+            return Response({"detail": too_large_message()}, status=413)
+        if not form.is_valid():
+            return Response({"errors": form.errors.get_json_data()}, status=400)
+        try:
+            outcome = pack_import_upload(uploaded_by=request.user, **form.cleaned_data)
+        except UploadRejected as rejected:
+            return Response(
+                {
+                    "detail": rejected.summary,
+                    "problems": [
+                        {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
+                        for p in rejected.problems
+                    ],
+                },
+                status=status.HTTP_409_CONFLICT if rejected.conflict else 400,
+            )
+        cv = outcome.contract_version
+        body = {
+            "pack": cv.pack.pack_id,
+            "version": cv.version,
+            "digest": cv.digest,
+            "tasks": cv.task_count,
+            "created": outcome.created,
+            "message": outcome.message,
+        }
+        return Response(body, status=201 if outcome.created else 200)

@@ -1,0 +1,19 @@
+from django.urls import path
+
+from packs import api
+
+urlpatterns = [
+    path("packs/", api.PackListApi.as_view(), name="api-packs"),
+    path("uploads/", api.PackUploadApi.as_view(), name="api-pack-upload"),
+    path("packs/<str:pack_id>/", api.PackDetailApi.as_view(), name="api-pack"),
+    path(
+        "packs/<str:pack_id>/versions/<int:version>/",
+        api.VersionDetailApi.as_view(),
+        name="api-version",
+    ),
+    path(
+        "packs/<str:pack_id>/versions/<int:version>/tasks/",
+        api.VersionTasksApi.as_view(),
+        name="api-tasks",
+    ),
+]

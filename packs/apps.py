@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class PacksConfig(AppConfig):
+    name = "packs"
+    verbose_name = "Benchmark packs"

@@ -1,0 +1,26 @@
+"""The pack compiler: pure Python, no Django (DESIGN.md §3).
+
+``compile_pack(path)`` turns a pack directory (manifest.yaml, tasks.jsonl, asset roots) into a
+``CompiledPack`` whose resources are split by visibility lane, or raises ``PackError`` listing
+every problem with its file, line and field.
+"""
+
+from packs.compiler.compile import CompiledPack, CompiledTask, agent_task_json, compile_pack
+from packs.compiler.errors import PackError, Problem
+from packs.compiler.limits import CompileLimits
+from packs.compiler.manifest import Manifest
+from packs.compiler.paths import PackFileEntry
+from packs.compiler.visibility import CompiledResource
+
+__all__ = [
+    "CompileLimits",
+    "CompiledPack",
+    "CompiledResource",
+    "CompiledTask",
+    "Manifest",
+    "PackError",
+    "PackFileEntry",
+    "Problem",
+    "agent_task_json",
+    "compile_pack",
+]

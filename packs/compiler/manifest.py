@@ -1,0 +1,302 @@
+"""manifest.yaml: loading it safely and checking every key (spec §1.2, plus our contract)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from packs.compiler.digest import nesting_depth_exceeds
+from packs.compiler.errors import PackError, Problem
+from packs.compiler.limits import CompileLimits, human_bytes
+from packs.compiler.paths import normalise, overlaps, unsafe_path_reason
+from packs.compiler.yaml_safe import YamlRefused, compose_yaml, construct_yaml
+from verifiers.families.base import (
+    Field,
+    FieldProblem,
+    boolean,
+    json_object,
+    non_empty_string,
+    non_negative_number,
+    positive_integer,
+    positive_number,
+    strict_object,
+    string,
+    string_list,
+)
+
+MANIFEST_KEYS = (
+    "id",
+    "version",
+    "title",
+    "description",
+    "defaults",
+    "asset_roots",
+    "asset_defaults",
+    "contract",
+)
+DEFAULT_ROOTS = {"public": "assets/", "eval": "hidden/"}
+# The id appears in URLs, so it is restricted to characters that never need escaping.
+ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+EVALUATION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*@[1-9][0-9]*$")
+
+
+@dataclass(frozen=True)
+class Manifest:
+    id: str
+    version: int
+    title: str | None
+    description: str | None
+    default_family: str | None
+    default_environment: dict[str, Any]
+    public_root: str  # normalised, e.g. "assets"
+    eval_root: str  # normalised, e.g. "hidden"
+    read_only_default: bool
+    contract: dict[str, Any] | None
+    canonical: dict[str, Any]  # the manifest as parsed (for storage and the digest)
+
+
+def load_manifest(pack: Path, name: str, limits: CompileLimits) -> Manifest:
+    text = _read_text(pack / name, name, limits)
+    data, key_lines = _parse(text, name, limits)
+    problems = _check(data, pack)
+    if problems:
+        raise PackError([_problem(name, key_lines, field, message) for field, message in problems])
+    return _build(data)
+
+
+# --- reading and parsing ---------------------------------------------------------------------
+
+
+def _read_text(path: Path, name: str, limits: CompileLimits) -> str:
+    def fail(message: str, line: int | None = None) -> PackError:
+        return PackError([Problem(name, line, None, message)])
+
+    if path.is_symlink():
+        raise fail("may not be a symlink")
+    if not path.exists():
+        raise fail("is missing: a pack needs a manifest at its top level")
+    if not path.is_file():
+        raise fail("must be a regular file")
+    with path.open("rb") as handle:
+        # Bounded read: never trust the size reported before reading.
+        data = handle.read(limits.max_manifest_bytes + 1)
+    if len(data) > limits.max_manifest_bytes:
+        raise fail(f"is larger than {human_bytes(limits.max_manifest_bytes)}")
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = data[: exc.start].count(b"\n") + 1
+        raise fail(f"is not valid UTF-8 (byte {exc.start})", line) from None
+
+
+def _parse(text: str, name: str, limits: CompileLimits) -> tuple[Any, dict[str, int]]:
+    def fail(message: str, line: int | None = None) -> PackError:
+        return PackError([Problem(name, line, None, message)])
+
+    try:
+        node = compose_yaml(text)
+        data = construct_yaml(node)
+    except YamlRefused as exc:
+        raise fail(exc.message, exc.line) from None
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        detail = " ".join(part for part in (exc.context, exc.problem) if part)
+        raise fail(f"invalid YAML: {detail}", mark.line + 1 if mark else None) from None
+    except yaml.YAMLError as exc:
+        raise fail(f"invalid YAML: {exc}") from None
+    except RecursionError:
+        raise fail(f"nests deeper than {limits.max_json_depth} levels") from None
+    if nesting_depth_exceeds(data, limits.max_json_depth):
+        raise fail(f"nests deeper than {limits.max_json_depth} levels")
+    if not isinstance(data, dict):
+        raise fail("the manifest root must be a mapping (key: value pairs)")
+    return data, _key_lines(node)
+
+
+def _key_lines(node: yaml.Node | None) -> dict[str, int]:
+    """Dotted field path -> 1-based line of its key, so field errors can name a line."""
+    lines: dict[str, int] = {}
+    stack: list[tuple[yaml.Node, str]] = [(node, "")] if node is not None else []
+    while stack:
+        current, prefix = stack.pop()
+        if isinstance(current, yaml.MappingNode):
+            for key_node, value_node in current.value:
+                path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
+                lines[path] = key_node.start_mark.line + 1
+                stack.append((value_node, path))
+        elif isinstance(current, yaml.SequenceNode):
+            for index, item in enumerate(current.value):
+                lines[f"{prefix}[{index}]"] = item.start_mark.line + 1
+                stack.append((item, f"{prefix}[{index}]"))
+    return lines
+
+
+_LAST_STEP = re.compile(r"^(.*?)(\.[^.\[]+|\[\d+\])$")
+
+
+def _problem(name: str, key_lines: dict[str, int], field: str, message: str) -> Problem:
+    # A missing key has no line of its own: use the nearest ancestor that has one.
+    probe = field
+    while probe and probe not in key_lines:
+        match = _LAST_STEP.match(probe)
+        probe = match.group(1) if match else ""
+    return Problem(name, key_lines.get(probe), field, message)
+
+
+# --- checking --------------------------------------------------------------------------------
+
+
+def _check(data: dict[str, Any], pack: Path) -> list[FieldProblem]:
+    problems: list[FieldProblem] = [
+        (key, "is not a manifest key (allowed: " + ", ".join(MANIFEST_KEYS) + ")")
+        for key in data
+        if key not in MANIFEST_KEYS
+    ]
+    problems += _check_id(data)
+    problems += _check_version(data)
+    for key, spec in _PLAIN_FIELDS.items():
+        if key in data:
+            problems += spec.check(data[key], key)
+    problems += _check_asset_roots(data, pack)
+    return problems
+
+
+def _check_id(data: dict[str, Any]) -> list[FieldProblem]:
+    if "id" not in data:
+        return [("id", "is required")]
+    value = data["id"]
+    if not isinstance(value, str) or not value.strip():
+        return [("id", "must be a non-empty string")]
+    if not ID_PATTERN.match(value):
+        return [
+            (
+                "id",
+                "must be 1-100 letters, digits, '.', '_' or '-', starting with a letter or"
+                " digit, because it appears in URLs",
+            )
+        ]
+    return []
+
+
+def _check_version(data: dict[str, Any]) -> list[FieldProblem]:
+    if "version" not in data:
+        return [("version", "is required")]
+    value = data["version"]
+    # bool is an int subclass and "1" is a string: both are refused, as upstream does.
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        return [("version", "must be an integer of at least 1 (not a string or boolean)")]
+    return []
+
+
+def _evaluation_names(value: Any, path: str) -> list[FieldProblem]:
+    if not isinstance(value, list):
+        return [(path, "must be an array of evaluator names like securebench@1")]
+    return [
+        (f"{path}[{index}]", "must be an evaluator name and version like securebench@1")
+        for index, item in enumerate(value)
+        if not isinstance(item, str) or not EVALUATION_NAME.match(item)
+    ]
+
+
+_BUDGETS = strict_object(
+    {
+        "wall_time_seconds": Field(positive_number),
+        "tokens": Field(positive_integer),
+        "usd": Field(non_negative_number),
+        "attempts": Field(positive_integer),
+    }
+)
+
+_CONTRACT = strict_object(
+    {
+        "budgets": Field(_BUDGETS),
+        "allowed_to_modify": Field(string_list),
+        "read_only": Field(string_list),
+        "required_outputs": Field(string_list),
+        "compatible_evaluations": Field(_evaluation_names),
+    }
+)
+
+# Optional keys whose checks need nothing but the value; `id`, `version` and `asset_roots`
+# have their own functions.
+_PLAIN_FIELDS = {
+    "title": Field(non_empty_string),
+    "description": Field(string),
+    "defaults": Field(
+        strict_object(
+            {
+                "family": Field(non_empty_string),
+                "environment": Field(json_object),
+            }
+        )
+    ),
+    "asset_defaults": Field(strict_object({"read_only": Field(boolean)})),
+    "contract": Field(_CONTRACT),
+}
+
+
+def _check_asset_roots(data: dict[str, Any], pack: Path) -> list[FieldProblem]:
+    roots = data.get("asset_roots", {})
+    if not isinstance(roots, dict):
+        return [("asset_roots", "must be an object")]
+    problems = [
+        (f"asset_roots.{key}", "is not an asset root (allowed: public, eval)")
+        for key in roots
+        if key not in DEFAULT_ROOTS
+    ]
+    safe: dict[str, str] = {}
+    for key, default in DEFAULT_ROOTS.items():
+        value = roots.get(key, default)
+        reason = unsafe_path_reason(value) or _root_on_disk_problem(pack, normalise(value))
+        if reason:
+            problems.append((f"asset_roots.{key}", reason))
+        else:
+            safe[key] = normalise(value)
+    if len(safe) == 2 and overlaps(safe["public"], safe["eval"]):
+        problems.append(
+            (
+                "asset_roots",
+                f"public ({safe['public']}) and eval ({safe['eval']}) may not overlap:"
+                " files under the eval root would be served publicly",
+            )
+        )
+    return problems
+
+
+def _root_on_disk_problem(pack: Path, rel: str) -> str | None:
+    """An asset root may be absent, but if present it must be a real directory in the pack."""
+    current = pack
+    for part in rel.split("/"):
+        current = current / part
+        if current.is_symlink():
+            if not current.resolve().is_relative_to(pack.resolve()):
+                return "may not resolve outside the pack (it is a symlink)"
+            # Even inside the pack a symlinked root could alias the other root.
+            return "may not be or pass through a symlink"
+        if not current.exists():
+            return None
+        if not current.is_dir():
+            return "must be a directory"
+    return None
+
+
+def _build(data: dict[str, Any]) -> Manifest:
+    defaults = data.get("defaults", {})
+    roots = data.get("asset_roots", {})
+    return Manifest(
+        id=data["id"],
+        version=data["version"],
+        title=data.get("title"),
+        description=data.get("description"),
+        default_family=defaults.get("family"),
+        default_environment=dict(defaults.get("environment", {})),
+        public_root=normalise(roots.get("public", DEFAULT_ROOTS["public"])),
+        eval_root=normalise(roots.get("eval", DEFAULT_ROOTS["eval"])),
+        read_only_default=data.get("asset_defaults", {}).get("read_only", True),
+        contract=data.get("contract"),
+        canonical=data,
+    )

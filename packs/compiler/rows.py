@@ -1,0 +1,225 @@
+"""tasks.jsonl: reading rows safely, line by line, and checking their top-level shape.
+
+Lines are numbered from 1 counting blank lines, so every message points at the line an
+editor shows. Reading is bounded per line: a huge line is never loaded whole.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from packs.compiler.digest import canonical_json, nesting_depth_exceeds
+from packs.compiler.errors import Problem, ProblemLog
+from packs.compiler.limits import CompileLimits, human_bytes
+from verifiers.families.base import FieldProblem
+
+ROW_KEYS = ("id", "family", "input", "assets", "eval", "environment", "metadata")
+MAX_ID_CHARS = 200
+# C0 and C1 control characters: they would hide in URLs, logs and terminal output.
+CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+@dataclass(frozen=True)
+class Row:
+    """A row whose top-level shape is valid; family-specific checks come later."""
+
+    line: int
+    id: str
+    family: str
+    input: dict[str, Any]
+    assets: list[Any] | None
+    eval: dict[str, Any]
+    environment: dict[str, Any]
+    metadata: dict[str, Any]
+
+
+# --- reading ---------------------------------------------------------------------------------
+
+
+def read_rows(
+    path: Path, name: str, limits: CompileLimits, log: ProblemLog
+) -> Iterator[tuple[int, dict[str, Any], bytes]]:
+    """Yield (line, row object, canonical JSON bytes) for every well-formed JSON object line.
+
+    Problems with a line are logged and the line skipped, so later lines are still checked;
+    a line or file over its size limit stops reading, since nothing after it can be trusted
+    to be cheap.
+    """
+    _check_file(path, name, limits, log)
+    total = 0
+    rows = 0
+    with path.open("rb") as handle:
+        for line_number in _line_numbers():
+            raw = handle.readline(limits.max_line_bytes + 1)
+            if not raw:
+                break
+            total += len(raw)
+            content = raw[:-1] if raw.endswith(b"\n") else raw
+            if len(content) > limits.max_line_bytes:
+                log.fail(_too_long(name, line_number, limits))
+            if total > limits.max_tasks_file_bytes:
+                log.fail(_too_big(name, limits))
+            if not content.strip():
+                continue
+            rows += 1
+            if rows > limits.max_rows:
+                log.fail(Problem(name, line_number, None, f"has more than {limits.max_rows} rows"))
+            parsed = _parse_line(content, line_number, name, limits, log)
+            if parsed is not None:
+                yield line_number, parsed[0], parsed[1]
+
+
+def _line_numbers() -> Iterator[int]:
+    number = 1
+    while True:
+        yield number
+        number += 1
+
+
+def _check_file(path: Path, name: str, limits: CompileLimits, log: ProblemLog) -> None:
+    if path.is_symlink():
+        log.fail(Problem(name, None, None, "may not be a symlink"))
+    if not path.exists():
+        log.fail(Problem(name, None, None, "is missing: a pack needs one task per line here"))
+    if not path.is_file():
+        log.fail(Problem(name, None, None, "must be a regular file"))
+    if path.stat().st_size > limits.max_tasks_file_bytes:
+        log.fail(_too_big(name, limits))
+
+
+def _too_long(name: str, line: int, limits: CompileLimits) -> Problem:
+    return Problem(
+        name, line, None, f"line {line} is longer than {human_bytes(limits.max_line_bytes)}"
+    )
+
+
+def _too_big(name: str, limits: CompileLimits) -> Problem:
+    return Problem(name, None, None, f"is larger than {human_bytes(limits.max_tasks_file_bytes)}")
+
+
+class _Refused(ValueError):
+    pass
+
+
+def _refuse_constant(name: str) -> Any:
+    raise _Refused(f"{name} is not allowed; numbers must be finite")
+
+
+def _finite_float(text: str) -> float:
+    value = float(text)
+    if not math.isfinite(value):  # 1e400 parses to inf
+        raise _Refused(f"{text} is too large; numbers must be finite")
+    return value
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    # json.loads keeps the last of two equal keys silently; the digest would hide the other.
+    result: dict[str, Any] = {}
+    for key, value in pairs:
+        if key in result:
+            raise _Refused(f"duplicate key '{key}'")
+        result[key] = value
+    return result
+
+
+def _parse_line(
+    content: bytes, line: int, name: str, limits: CompileLimits, log: ProblemLog
+) -> tuple[dict[str, Any], bytes] | None:
+    def problem(message: str) -> None:
+        log.add(Problem(name, line, None, message))
+
+    try:
+        text = content.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        problem(f"is not valid UTF-8 (byte {exc.start} of the line)")
+        return None
+    if line == 1:
+        text = text.removeprefix("\ufeff")  # editors on Windows add a byte-order mark
+    try:
+        value = json.loads(
+            text,
+            parse_constant=_refuse_constant,
+            parse_float=_finite_float,
+            object_pairs_hook=_unique_keys,
+        )
+    except json.JSONDecodeError as exc:
+        problem(f"invalid JSON: {exc.msg} (column {exc.colno})")
+        return None
+    except _Refused as exc:
+        problem(f"invalid JSON: {exc}")
+        return None
+    except ValueError:  # int() refuses more than sys.get_int_max_str_digits() digits
+        problem("invalid JSON: an integer has too many digits")
+        return None
+    except RecursionError:
+        problem(f"invalid JSON: nests deeper than {limits.max_json_depth} levels")
+        return None
+    # Cheap pre-check: a line with fewer brackets than the limit cannot nest that deep.
+    brackets = content.count(b"[") + content.count(b"{")
+    if brackets > limits.max_json_depth and nesting_depth_exceeds(value, limits.max_json_depth):
+        problem(f"invalid JSON: nests deeper than {limits.max_json_depth} levels")
+        return None
+    if not isinstance(value, dict):
+        problem("a task row must be a JSON object")
+        return None
+    try:
+        return value, canonical_json(value)
+    except UnicodeEncodeError:
+        problem("invalid JSON: contains an unpaired surrogate escape such as \\ud800")
+        return None
+
+
+# --- top-level shape -------------------------------------------------------------------------
+
+
+def check_row(
+    line: int, data: dict[str, Any], default_family: str | None
+) -> tuple[Row | None, list[FieldProblem]]:
+    problems: list[FieldProblem] = [
+        (key, "is not a task row key (allowed: " + ", ".join(ROW_KEYS) + ")")
+        for key in data
+        if key not in ROW_KEYS
+    ]
+    problems += _check_id(data)
+    family = data.get("family", default_family)
+    if "family" not in data and default_family is None:
+        problems.append(("family", "is required when manifest defaults.family is not set"))
+    elif not isinstance(family, str) or not family.strip():
+        problems.append(("family", "must be a non-empty string"))
+    for key in ("input", "eval", "environment", "metadata"):
+        if key in data and not isinstance(data[key], dict):
+            problems.append((key, "must be an object"))
+    if "assets" in data and not isinstance(data["assets"], list):
+        problems.append(("assets", "must be a list"))
+    if problems:
+        return None, problems
+    row = Row(
+        line=line,
+        id=data["id"],
+        family=family,
+        input=data.get("input", {}),
+        assets=data.get("assets"),
+        eval=data.get("eval", {}),
+        environment=data.get("environment", {}),
+        metadata=data.get("metadata", {}),
+    )
+    return row, []
+
+
+def _check_id(data: dict[str, Any]) -> list[FieldProblem]:
+    if "id" not in data:
+        return [("id", "is required")]
+    value = data["id"]
+    if not isinstance(value, str) or not value.strip():
+        return [("id", "must be a non-empty string")]
+    if len(value) > MAX_ID_CHARS:
+        return [("id", f"must be at most {MAX_ID_CHARS} characters")]
+    if CONTROL_CHARACTERS.search(value):
+        return [("id", "may not contain control characters")]
+    return []

@@ -1,0 +1,117 @@
+"""Reads for pack pages and the API. Nothing here returns a non-public value."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.shortcuts import get_object_or_404
+
+from packs.models import ContractVersion, Pack, PackFile, Resource, ResourceFile, Task
+from verifiers.lanes import LANES, PUBLIC
+
+
+def pack_list(*, query: str = "", family: str = "") -> QuerySet[Pack]:
+    packs = Pack.objects.annotate(version_count=Count("versions"))
+    if query:
+        packs = packs.filter(
+            Q(pack_id__icontains=query)
+            | Q(title__icontains=query)
+            | Q(description__icontains=query)
+        )
+    if family:
+        packs = packs.filter(
+            Exists(Task.objects.filter(contract_version__pack=OuterRef("pk"), family=family))
+        )
+    return packs.order_by("pack_id")
+
+
+def known_families() -> list[str]:
+    return list(Task.objects.order_by("family").values_list("family", flat=True).distinct())
+
+
+def pack_get(pack_id: str) -> Pack:
+    return get_object_or_404(Pack, pack_id=pack_id)
+
+
+def version_get(pack_id: str, version: int) -> ContractVersion:
+    return get_object_or_404(
+        ContractVersion.objects.select_related("pack", "uploaded_by"),
+        pack__pack_id=pack_id,
+        version=version,
+    )
+
+
+def version_tasks(contract_version: ContractVersion, *, family: str = "") -> QuerySet[Task]:
+    tasks = contract_version.tasks.order_by("position")
+    if family:
+        tasks = tasks.filter(family=family)
+    return tasks
+
+
+def tasks_with_resource_summaries(tasks: QuerySet[Task]) -> QuerySet[Task]:
+    """Tasks with their resources' name, lane, kind and size only (values stay unread)."""
+    return tasks.prefetch_related(
+        Prefetch(
+            "resources",
+            queryset=Resource.objects.only(
+                "id", "task_id", "name", "lane", "kind", "size", "position"
+            ).order_by("position"),
+        )
+    )
+
+
+def task_get(contract_version: ContractVersion, task_id: str) -> Task:
+    return get_object_or_404(contract_version.tasks, task_id=task_id)
+
+
+@dataclass(frozen=True)
+class ResourceCard:
+    name: str
+    lane: str
+    kind: str
+    size: int
+    sha256: str
+    file_count: int
+
+
+def sealed_resource_cards(task: Task) -> list[ResourceCard]:
+    """Name, lane, kind, size and digest of each non-public resource; never its value."""
+    resources = (
+        task.resources.exclude(lane=PUBLIC)
+        .only("name", "lane", "kind", "size", "sha256", "position")
+        .annotate(file_count=Count("files"))
+        .order_by("position")
+    )
+    return [ResourceCard(r.name, r.lane, r.kind, r.size, r.sha256, r.file_count) for r in resources]
+
+
+def public_asset_files(task: Task) -> QuerySet[PackFile]:
+    return PackFile.objects.filter(
+        root="public",
+        id__in=ResourceFile.objects.filter(resource__task=task, resource__lane=PUBLIC).values(
+            "pack_file_id"
+        ),
+    ).order_by("path")
+
+
+def public_file_get(contract_version: ContractVersion, path: str) -> PackFile:
+    return get_object_or_404(contract_version.files, root="public", path=path)
+
+
+@dataclass(frozen=True)
+class VisibilityColumn:
+    name: str
+    counts: dict[str, int]
+
+    @property
+    def lanes(self) -> list[str]:
+        return [lane for lane in LANES if self.counts.get(lane)]
+
+
+def visibility_columns(contract_version: ContractVersion) -> list[VisibilityColumn]:
+    """Resource names × lane counts, computed at compile time (cheap for 100k-row packs)."""
+    resource_lanes: dict[str, dict[str, int]] = contract_version.compile_report.get(
+        "resource_lanes", {}
+    )
+    return [VisibilityColumn(name, counts) for name, counts in resource_lanes.items()]

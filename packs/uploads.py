@@ -1,0 +1,50 @@
+"""Cap the size of pack uploads while the request body streams in.
+
+Django writes large uploads to temp files but does not cap their size itself; without a cap a
+client could fill the disk with one request.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.http import HttpRequest
+
+# Multipart boundaries and the small form fields around the files.
+ENVELOPE_BYTES = 1024 * 1024
+
+
+def upload_declared_too_large(request: HttpRequest) -> bool:
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return True
+    return declared > settings.SECUREBENCH_MAX_UPLOAD_BYTES + ENVELOPE_BYTES
+
+
+class SizeCappedUploadHandler(FileUploadHandler):
+    """Stops storing file data once the request's files pass the cap (a chunked or lying body)."""
+
+    def __init__(self, request: HttpRequest | None = None) -> None:
+        super().__init__(request)
+        self.total = 0
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        self.total += len(raw_data)
+        if self.total > settings.SECUREBENCH_MAX_UPLOAD_BYTES:
+            if self.request is not None:
+                self.request.upload_too_large = True  # type: ignore[attr-defined]
+            raise StopUpload(connection_reset=False)
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        return None
+
+
+def cap_uploads(request: HttpRequest) -> None:
+    """Put the cap in front of Django's own handlers, before the body is parsed."""
+    request.upload_handlers.insert(0, SizeCappedUploadHandler(request))
+
+
+def upload_was_too_large(request: HttpRequest) -> bool:
+    return bool(getattr(request, "upload_too_large", False))

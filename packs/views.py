@@ -1,0 +1,186 @@
+"""Pack pages. Templates receive public values and redacted summaries only."""
+
+from __future__ import annotations
+
+import mimetypes
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.files.storage import storages
+from django.core.paginator import Page, Paginator
+from django.db.models import Sum
+from django.http import FileResponse, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.http import require_GET, require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from packs import selectors
+from packs.compiler import Problem, agent_task_json
+from packs.forms import PackFilterForm, PackUploadForm, too_large_message
+from packs.models import ContractVersion, Pack, Task
+from packs.services import UploadRejected, pack_import_upload
+from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
+from verifiers.families import get_family
+from verifiers.lanes import LANES
+
+PACKS_PER_PAGE = 25
+TASKS_PER_PAGE = 50
+MATRIX_TASKS_PER_PAGE = 50
+
+
+def paginate(request: HttpRequest, items, per_page: int) -> Page:
+    return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+@require_GET
+def home(request: HttpRequest) -> HttpResponse:
+    totals = ContractVersion.objects.aggregate(tasks=Sum("task_count"))
+    recent = ContractVersion.objects.select_related("pack", "uploaded_by").order_by("-uploaded_at")[
+        :8
+    ]
+    context = {
+        "pack_count": Pack.objects.count(),
+        "version_count": ContractVersion.objects.count(),
+        "task_count": totals["tasks"] or 0,
+        "recent_versions": recent,
+    }
+    return render(request, "packs/home.html", context)
+
+
+@require_GET
+def pack_list(request: HttpRequest) -> HttpResponse:
+    form = PackFilterForm(request.GET)
+    query = family = ""
+    if form.is_valid():
+        query, family = form.cleaned_data["q"], form.cleaned_data["family"]
+    page = paginate(request, selectors.pack_list(query=query, family=family), PACKS_PER_PAGE)
+    context = {
+        "form": form,
+        "page": page,
+        "query": query,
+        "family": family,
+        "families": selectors.known_families(),
+    }
+    template = "packs/pack_list.html#pack-table" if request.htmx else "packs/pack_list.html"
+    return render(request, template, context)
+
+
+@require_GET
+def pack_detail(request: HttpRequest, pack_id: str) -> HttpResponse:
+    pack = selectors.pack_get(pack_id)
+    versions = pack.versions.select_related("uploaded_by").order_by("-version")
+    return render(request, "packs/pack_detail.html", {"pack": pack, "versions": versions})
+
+
+@require_GET
+def version_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
+    contract_version = selectors.version_get(pack_id, version)
+    family = request.GET.get("family", "")
+    tasks = selectors.tasks_with_resource_summaries(
+        selectors.version_tasks(contract_version, family=family)
+    )
+    page = paginate(request, tasks, MATRIX_TASKS_PER_PAGE)
+    columns = selectors.visibility_columns(contract_version)
+    rows = [_matrix_row(task, columns) for task in page.object_list]
+    context = {
+        "cv": contract_version,
+        "pack": contract_version.pack,
+        "columns": columns,
+        "rows": rows,
+        "page": page,
+        "family": family,
+        "lanes": LANES,
+        "families": sorted(contract_version.family_counts.items()),
+    }
+    template = "packs/version_detail.html#matrix" if request.htmx else "packs/version_detail.html"
+    return render(request, template, context)
+
+
+def _matrix_row(task: Task, columns: list[selectors.VisibilityColumn]) -> dict:
+    by_name = {resource.name: resource for resource in task.resources.all()}
+    return {"task": task, "cells": [by_name.get(column.name) for column in columns]}
+
+
+@require_GET
+def task_detail(request: HttpRequest, pack_id: str, version: int, task_id: str) -> HttpResponse:
+    contract_version = selectors.version_get(pack_id, version)
+    task = selectors.task_get(contract_version, task_id)
+    context = {
+        "cv": contract_version,
+        "pack": contract_version.pack,
+        "task": task,
+        "family": get_family(task.family),
+        "agent_json": agent_task_json(task.agent_payload),
+        "environment_json": agent_task_json(task.environment),
+        "metadata_json": agent_task_json(task.metadata),
+        "assets": selectors.public_asset_files(task),
+        "sealed": selectors.sealed_resource_cards(task),
+    }
+    return render(request, "packs/task_detail.html", context)
+
+
+@require_GET
+def public_file(request: HttpRequest, pack_id: str, version: int, path: str) -> FileResponse:
+    contract_version = selectors.version_get(pack_id, version)
+    pack_file = selectors.public_file_get(contract_version, path)
+    handle = storages["pack_public"].open(pack_file.blob_name, "rb")
+    filename = path.rsplit("/", 1)[-1]
+    # Always a download, never rendered inline: pack files are not trusted HTML.
+    response = FileResponse(handle, as_attachment=True, filename=filename)
+    response["Content-Type"] = mimetypes.guess_type(filename)[0] or "application/octet-stream"
+    if response["Content-Type"].startswith(("text/html", "image/svg", "application/xhtml")):
+        response["Content-Type"] = "application/octet-stream"
+    return response
+
+
+def _upload_page(
+    request: HttpRequest,
+    form: PackUploadForm,
+    *,
+    problems: list[Problem] | None = None,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    template = "packs/upload.html#upload-form" if request.htmx else "packs/upload.html"
+    context = {
+        "form": form,
+        "problems": problems or [],
+        "error": error,
+        "max_upload": settings.SECUREBENCH_MAX_UPLOAD_BYTES,
+    }
+    # htmx swaps only 2xx responses by default; the error form is still the answer to show.
+    return render(request, template, context, status=200 if request.htmx else status)
+
+
+def _too_large(request: HttpRequest) -> HttpResponse:
+    return _upload_page(request, PackUploadForm(), error=too_large_message(), status=413)
+
+
+@login_required
+@permission_required("packs.add_contractversion", raise_exception=True)
+@csrf_protect
+@require_http_methods(["GET", "POST"])
+def pack_upload(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return _upload_page(request, PackUploadForm())
+    if upload_declared_too_large(request):
+        return _too_large(request)
+    cap_uploads(request)
+    form = PackUploadForm(request.POST, request.FILES)
+    if upload_was_too_large(request):
+        return _too_large(request)
+    if not form.is_valid():
+        return _upload_page(request, form, status=400)
+    try:
+        outcome = pack_import_upload(uploaded_by=request.user, **form.cleaned_data)
+    except UploadRejected as rejected:
+        form.add_error(None, rejected.summary)
+        status = 409 if rejected.conflict else 400
+        return _upload_page(request, form, problems=rejected.problems, status=status)
+    cv = outcome.contract_version
+    messages.success(request, outcome.message)
+    url = reverse("packs:version", kwargs={"pack_id": cv.pack.pack_id, "version": cv.version})
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)

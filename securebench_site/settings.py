@@ -1,0 +1,297 @@
+"""Settings for the SecureBench site: one module, driven by environment variables.
+
+Embedded defaults (SQLite, kombu's filesystem broker, files under ``var/``) need nothing
+set; production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY`` and
+``ALLOWED_HOSTS``. Environment values are read and converted here only, once.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from pathlib import Path
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+from django.utils.csp import CSP
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def env_str(name: str, default: str = "") -> str:
+    return os.environ.get(name, default)
+
+
+def env_bool(name: str, default: bool = False) -> bool:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    value = raw.strip().lower()
+    if value in {"1", "true", "yes", "on"}:
+        return True
+    if value in {"0", "false", "no", "off"}:
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (1/0, true/false), got {raw!r}")
+
+
+def env_int(name: str, default: int) -> int:
+    raw = os.environ.get(name)
+    if raw is None or raw == "":
+        return default
+    try:
+        return int(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name} must be an integer, got {raw!r}") from exc
+
+
+def env_list(name: str, default: list[str]) -> list[str]:
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    return [item.strip() for item in raw.split(",") if item.strip()]
+
+
+DEBUG = env_bool("DEBUG", False)
+
+# One folder holds everything the site writes: uploads being compiled, public and sealed
+# pack files, run artifacts and the embedded broker's queue.
+DATA_DIR = Path(env_str("SECUREBENCH_DATA_DIR") or BASE_DIR / "var").resolve()
+
+
+def _secret_key() -> str:
+    key = env_str("SECRET_KEY")
+    key_file = env_str("SECRET_KEY_FILE")
+    if not key and key_file:
+        key = Path(key_file).read_text().strip()
+    if key:
+        return key
+    if not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off; "
+            "`make run` sets DEBUG=1 and keeps a generated key under the data folder."
+        )
+    # Local development only: a random key kept in the data folder so sessions survive
+    # restarts; never committed, never shared.
+    path = DATA_DIR / "secret_key"
+    if not path.exists():
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(secrets.token_urlsafe(50))
+        path.chmod(0o600)
+    return path.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
+CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "whitenoise.runserver_nostatic",
+    "django.contrib.staticfiles",
+    "django.contrib.humanize",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "drf_spectacular",
+    "django_htmx",
+    "packs",
+    "runs",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "django.middleware.csp.ContentSecurityPolicyMiddleware",
+    "django_htmx.middleware.HtmxMiddleware",
+]
+
+ROOT_URLCONF = "securebench_site.urls"
+WSGI_APPLICATION = "securebench_site.wsgi.application"
+ASGI_APPLICATION = "securebench_site.asgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+                "django.template.context_processors.csp",
+            ],
+        },
+    },
+]
+
+# --- Database -----------------------------------------------------------------------------
+# SQLite in WAL mode with a busy timeout is the embedded default, so the web server and the
+# worker can write at the same time; PostgreSQL comes in through DATABASE_URL.
+DATABASE_URL = env_str("DATABASE_URL")
+if DATABASE_URL:
+    DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
+else:
+    DATABASES = {
+        "default": {
+            "ENGINE": "django.db.backends.sqlite3",
+            "NAME": DATA_DIR / "db.sqlite3",
+            "OPTIONS": {
+                "timeout": 20,
+                "transaction_mode": "IMMEDIATE",
+                "init_command": (
+                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+                    "PRAGMA busy_timeout=20000; PRAGMA foreign_keys=ON;"
+                ),
+            },
+            "TEST": {"NAME": DATA_DIR / "test-db.sqlite3"},
+        }
+    }
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "home"
+LOGOUT_REDIRECT_URL = "home"
+
+# --- Static and pack files ----------------------------------------------------------------
+STATIC_URL = "static/"
+# Production runs collectstatic into STATIC_ROOT; the embedded default serves from the apps.
+STATIC_ROOT = env_str("STATIC_ROOT") or None
+STATICFILES_DIRS = [BASE_DIR / "static"]
+
+# Public pack files are served only through an access-checked view; sealed files (evaluation
+# inputs and hidden) live in a separate root that no URL maps to. Neither is MEDIA_ROOT.
+PUBLIC_FILES_ROOT = DATA_DIR / "pack-files" / "public"
+SEALED_FILES_ROOT = DATA_DIR / "pack-files" / "sealed"
+UPLOAD_WORK_ROOT = DATA_DIR / "uploads"
+
+STORAGES = {
+    "default": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": DATA_DIR / "media", "base_url": None},
+    },
+    "pack_public": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": PUBLIC_FILES_ROOT, "base_url": None},
+    },
+    "pack_sealed": {
+        "BACKEND": "django.core.files.storage.FileSystemStorage",
+        "OPTIONS": {"location": SEALED_FILES_ROOT, "base_url": None},
+    },
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedStaticFilesStorage"
+        ),
+    },
+}
+# Tests and `make run` serve static files straight from the apps (no collectstatic step).
+WHITENOISE_USE_FINDERS = True
+WHITENOISE_AUTOREFRESH = DEBUG
+
+# --- Upload limits (pack archives) --------------------------------------------------------
+SECUREBENCH_MAX_UPLOAD_BYTES = env_int("SECUREBENCH_MAX_UPLOAD_BYTES", 256 * 1024 * 1024)
+SECUREBENCH_MAX_ARCHIVE_MEMBERS = env_int("SECUREBENCH_MAX_ARCHIVE_MEMBERS", 20_000)
+SECUREBENCH_MAX_UNPACKED_BYTES = env_int("SECUREBENCH_MAX_UNPACKED_BYTES", 1024 * 1024 * 1024)
+SECUREBENCH_MAX_MANIFEST_BYTES = env_int("SECUREBENCH_MAX_MANIFEST_BYTES", 256 * 1024)
+SECUREBENCH_MAX_LINE_BYTES = env_int("SECUREBENCH_MAX_LINE_BYTES", 1024 * 1024)
+SECUREBENCH_MAX_ROWS = env_int("SECUREBENCH_MAX_ROWS", 1_000_000)
+SECUREBENCH_MAX_JSON_DEPTH = env_int("SECUREBENCH_MAX_JSON_DEPTH", 64)
+# Large uploads go to a temp file, never into memory; the pack-upload handler enforces
+# SECUREBENCH_MAX_UPLOAD_BYTES while streaming.
+FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+FILE_UPLOAD_TEMP_DIR = None
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+DATA_UPLOAD_MAX_NUMBER_FILES = 10
+
+# --- Celery ------------------------------------------------------------------------------
+# Embedded default: kombu's filesystem transport (no server to run). Production: Redis.
+BROKER_DIR = DATA_DIR / "broker"
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(BROKER_DIR / "queue"),
+        "data_folder_out": str(BROKER_DIR / "queue"),
+        "processed_folder": str(BROKER_DIR / "processed"),
+        "store_processed": False,
+        "polling_interval": 0.05,
+    }
+else:
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+CELERY_TASK_IGNORE_RESULT = True
+CELERY_TASK_SERIALIZER = "json"
+CELERY_ACCEPT_CONTENT = ["json"]
+CELERY_TIMEZONE = TIME_ZONE
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- REST framework ------------------------------------------------------------------------
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.AllowAny"],
+    "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
+    "PAGE_SIZE": 50,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "packs.api.exception_handler",
+}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "SecureBench site API",
+    "DESCRIPTION": "Packs, contract versions and agent payloads (public lane only).",
+    "VERSION": "1",
+    "SERVE_INCLUDE_SCHEMA": False,
+}
+
+# --- Security headers ----------------------------------------------------------------------
+SECURE_CSP = {
+    "default-src": [CSP.SELF],
+    "script-src": [CSP.SELF, CSP.NONCE],
+    "style-src": [CSP.SELF],
+    "img-src": [CSP.SELF, "data:"],
+    "object-src": [CSP.NONE],
+    "base-uri": [CSP.NONE],
+    "frame-ancestors": [CSP.NONE],
+    "form-action": [CSP.SELF],
+}
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+X_FRAME_OPTIONS = "DENY"
+SESSION_COOKIE_HTTPONLY = True
+# Production sets SECURE_SSL_REDIRECT=1 behind TLS; cookies and HSTS follow it.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SECURE_SSL_REDIRECT)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if SECURE_SSL_REDIRECT else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
+SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}

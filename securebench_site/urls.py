@@ -1,0 +1,17 @@
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+from packs import views as pack_views
+
+urlpatterns = [
+    path("", pack_views.home, name="home"),
+    path("upload/", pack_views.pack_upload, name="pack-upload"),
+    path("packs/", include("packs.urls")),
+    path("api/v1/", include("packs.api_urls")),
+    path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("admin/", admin.site.urls),
+]

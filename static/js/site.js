@@ -1,0 +1,23 @@
+// Small progressive enhancements; every page works without this file.
+document.addEventListener("click", (event) => {
+  const button = event.target.closest("[data-copy]");
+  if (!button || !navigator.clipboard) return;
+  navigator.clipboard.writeText(button.dataset.copy).then(() => {
+    const label = button.textContent;
+    button.textContent = "Copied";
+    setTimeout(() => { button.textContent = label; }, 1200);
+  });
+});
+
+// Upload progress: htmx reports XHR upload progress on the form that sent it.
+document.addEventListener("htmx:xhr:progress", (event) => {
+  const form = event.target.closest("form[data-upload-progress]");
+  if (!form || !event.detail.lengthComputable) return;
+  const box = form.querySelector(".upload-progress");
+  const bar = box.querySelector("progress");
+  const text = box.querySelector("span");
+  box.hidden = false;
+  const percent = Math.round((event.detail.loaded / event.detail.total) * 100);
+  bar.value = percent;
+  text.textContent = percent < 100 ? `Uploading… ${percent}%` : "Compiling the pack…";
+});

@@ -1,0 +1,145 @@
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from django.core.files.storage import storages
+
+from packs.management.commands.import_pack import import_path
+from packs.models import ContractVersion, Pack, PackFile, Resource, SealedValue, Task
+from packs.services import PackVersionConflict, UploadRejected, pack_import_folder
+from tests.conftest import mc_row
+
+pytestmark = pytest.mark.django_db
+
+
+def lanes_of(task: Task) -> dict[str, str]:
+    return dict(task.resources.values_list("name", "lane"))
+
+
+def test_it_stores_humaneval_mini_with_tests_sealed_as_evaluation_inputs(reference_packs):
+    outcome = pack_import_folder(folder=reference_packs / "humaneval-mini")
+
+    cv = outcome.contract_version
+    assert outcome.created
+    assert (cv.pack.pack_id, cv.version, cv.task_count) == ("humaneval-mini", 1, 10)
+    task = cv.tasks.get(task_id="humaneval-mini/0")
+    assert lanes_of(task) == {
+        "language": "public",
+        "prompt": "public",
+        "starter_code": "public",
+        "tests": "evaluation_inputs",
+        "canonical_solution": "hidden",
+    }
+    assert set(task.agent_payload) == {"language", "prompt", "starter_code"}
+    assert task.metadata["entry_point"] == "has_close_elements"
+
+
+def test_it_stores_mmlu_answers_as_hidden(reference_packs):
+    cv = pack_import_folder(folder=reference_packs / "mmlu-abstract-algebra-mini").contract_version
+
+    for task in cv.tasks.all():
+        assert lanes_of(task) == {"question": "public", "choices": "public", "answer": "hidden"}
+        assert "answer" not in task.agent_payload
+    assert cv.family_counts == {"multiple_choice": 10}
+
+
+def test_it_stores_the_terminal_checker_with_its_hidden_files_sealed(reference_packs):
+    cv = pack_import_folder(folder=reference_packs / "terminal-task-smoke").contract_version
+
+    task = cv.tasks.get()
+    assert lanes_of(task) == {
+        "instructions": "public",
+        "checker": "evaluation_inputs",
+        "expected_state": "hidden",
+    }
+    assert task.agent_payload == {"instructions": task.agent_payload["instructions"]}
+    checker = task.resources.get(name="checker")
+    checker_files = [link.pack_file for link in checker.files.select_related("pack_file")]
+    assert [(f.root, f.path) for f in checker_files] == [
+        ("eval", "create-output-file/tests/test_outputs.py")
+    ]
+    blob = checker_files[0].blob_name
+    assert storages["pack_sealed"].exists(blob)
+    assert not storages["pack_public"].exists(blob)
+
+
+def test_it_imports_code_completion_smoke(reference_packs):
+    cv = pack_import_folder(folder=reference_packs / "code-completion-smoke").contract_version
+
+    assert cv.task_count == 3
+    assert set(cv.tasks.values_list("family", flat=True)) == {"code_completion"}
+
+
+def test_non_public_values_live_only_in_the_sealed_table(reference_packs):
+    pack_import_folder(folder=reference_packs / "humaneval-mini")
+
+    for resource in Resource.objects.exclude(lane="public"):
+        assert resource.public_value is None
+        assert SealedValue.objects.filter(resource=resource).exists()
+    assert not SealedValue.objects.filter(resource__lane="public").exists()
+
+
+def test_reimporting_the_same_content_is_a_no_op_that_says_so(reference_packs):
+    first = pack_import_folder(folder=reference_packs / "mmlu-abstract-algebra-mini")
+    again = pack_import_folder(folder=reference_packs / "mmlu-abstract-algebra-mini")
+
+    assert not again.created
+    assert again.contract_version.pk == first.contract_version.pk
+    assert "already stored with the same content" in again.message
+    assert ContractVersion.objects.count() == 1
+    assert Task.objects.count() == 10
+
+
+def test_reimporting_different_content_under_the_same_version_is_refused(make_pack):
+    pack_import_folder(folder=make_pack({"id": "humaneval-mini", "version": 1}))
+    changed = make_pack({"id": "humaneval-mini", "version": 1}, [mc_row("q1", answer="C")])
+
+    with pytest.raises(PackVersionConflict) as raised:
+        pack_import_folder(folder=changed)
+
+    assert str(raised.value).startswith(
+        "version 1 of humaneval-mini is already stored with different content; raise `version`"
+    )
+    assert Task.objects.count() == 1
+
+
+def test_a_raised_version_is_stored_beside_the_old_one(make_pack):
+    pack_import_folder(folder=make_pack({"id": "demo", "version": 1}))
+    pack_import_folder(folder=make_pack({"id": "demo", "version": 2}, [mc_row("q1", "C")]))
+
+    pack = Pack.objects.get(pack_id="demo")
+    assert list(pack.versions.order_by("version").values_list("version", flat=True)) == [1, 2]
+    assert pack.latest_version == 2
+
+
+def test_a_bad_pack_stores_nothing_at_all(make_pack, isolated_data_dir):
+    folder = make_pack(
+        {"id": "demo", "version": 1},
+        [mc_row("q1"), {"id": "q2", "family": "multiple_choice", "input": {}}],
+        files={"assets/data.txt": "public", "hidden/secret.txt": "sealed"},
+    )
+
+    with pytest.raises(UploadRejected):
+        import_path(folder)
+
+    assert not Pack.objects.exists() and not PackFile.objects.exists()
+    assert not any(p.is_file() for p in Path(isolated_data_dir).rglob("*"))
+
+
+def test_files_are_split_between_the_public_and_sealed_roots(make_pack):
+    row = mc_row("q1")
+    row["assets"] = [{"path": "table.csv"}]
+    folder = make_pack(
+        {"id": "demo", "version": 1},
+        [row],
+        files={"assets/table.csv": "a,b\n1,2\n", "hidden/notes.txt": "sealed notes\n"},
+    )
+
+    cv = pack_import_folder(folder=folder).contract_version
+
+    public = cv.files.get(root="public")
+    sealed = cv.files.get(root="eval")
+    assert storages["pack_public"].exists(public.blob_name)
+    assert storages["pack_sealed"].exists(sealed.blob_name)
+    assert not storages["pack_public"].exists(sealed.blob_name)
