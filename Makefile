@@ -12,9 +12,11 @@ PORT ?= 8000
 .PHONY: run test worker lint format venv system-run system-test clean-data
 
 run: venv system-run
-	@export DEBUG=$${DEBUG:-1}; \
-	$(MANAGE) migrate --noinput && $(MANAGE) setup_site && \
-	echo "Starting the web server on http://$(HOST):$(PORT)/ and a Celery worker (Ctrl-C stops both)" && \
+	@set -e; export DEBUG=$${DEBUG:-1}; \
+	mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"; \
+	$(MANAGE) migrate --noinput; \
+	$(MANAGE) setup_site; \
+	echo "Starting the web server on http://$(HOST):$(PORT)/ and a Celery worker (Ctrl-C stops both)"; \
 	trap 'kill 0' EXIT INT TERM; \
 	$(VENV)/bin/celery -A securebench_site worker --loglevel=INFO --concurrency=2 & \
 	$(MANAGE) runserver $(HOST):$(PORT) --noreload

@@ -151,11 +151,16 @@ class PackUploadApi(APIView):
         created = serializers.BooleanField()
         message = serializers.CharField()
 
+    def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
+        # Session authentication's CSRF check reads the body; the cap must be in place first.
+        if request.method == "POST" and not upload_declared_too_large(request._request):
+            cap_uploads(request._request)
+        super().initial(request, *args, **kwargs)
+
     @extend_schema(request=None, responses=OutputSerializer)
     def post(self, request: Request) -> Response:
         if upload_declared_too_large(request._request):
             return Response({"detail": too_large_message()}, status=413)
-        cap_uploads(request._request)
         form = PackUploadForm(request.POST, request.FILES)
         if upload_was_too_large(request._request):
             return Response({"detail": too_large_message()}, status=413)

@@ -114,4 +114,7 @@ def visibility_columns(contract_version: ContractVersion) -> list[VisibilityColu
     resource_lanes: dict[str, dict[str, int]] = contract_version.compile_report.get(
         "resource_lanes", {}
     )
-    return [VisibilityColumn(name, counts) for name, counts in resource_lanes.items()]
+    columns = [VisibilityColumn(name, counts) for name, counts in resource_lanes.items()]
+    # Public columns first, then evaluation inputs, then hidden: the map reads left to right
+    # from what the agent sees to what only the evaluator sees.
+    return sorted(columns, key=lambda c: (min(LANES.index(lane) for lane in c.lanes), c.name))

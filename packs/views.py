@@ -13,7 +13,7 @@ from django.db.models import Sum
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.csrf import csrf_protect
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -159,9 +159,12 @@ def _too_large(request: HttpRequest) -> HttpResponse:
     return _upload_page(request, PackUploadForm(), error=too_large_message(), status=413)
 
 
+# Upload handlers can only change before anything reads request.POST, and CsrfViewMiddleware
+# reads it; so the CSRF check moves inside, after the size cap is in place (Django's documented
+# pattern for custom upload handlers).
+@csrf_exempt
 @login_required
 @permission_required("packs.add_contractversion", raise_exception=True)
-@csrf_protect
 @require_http_methods(["GET", "POST"])
 def pack_upload(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
@@ -169,6 +172,11 @@ def pack_upload(request: HttpRequest) -> HttpResponse:
     if upload_declared_too_large(request):
         return _too_large(request)
     cap_uploads(request)
+    return _pack_upload_post(request)
+
+
+@csrf_protect
+def _pack_upload_post(request: HttpRequest) -> HttpResponse:
     form = PackUploadForm(request.POST, request.FILES)
     if upload_was_too_large(request):
         return _too_large(request)

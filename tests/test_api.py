@@ -120,3 +120,26 @@ def test_api_version_conflict_answers_409(api, harness_token, make_pack):
 
     assert response.status_code == 409
     assert "raise `version`" in response.json()["detail"]
+
+
+def test_a_signed_in_browser_session_can_upload_through_the_api_with_csrf(make_pack):
+    user = User.objects.create_user("session-author", password="pw-for-tests-only")
+    user.user_permissions.add(Permission.objects.get(codename="add_contractversion"))
+    browser = APIClient(enforce_csrf_checks=True)
+    browser.force_login(user)
+    browser.get("/upload/")
+    token = browser.cookies["csrftoken"].value
+    archive = zip_folder(make_pack({"id": "session-pack", "version": 1}))
+
+    forged = browser.post(
+        "/api/v1/uploads/", {"archive": SimpleUploadedFile("p.zip", archive)}, format="multipart"
+    )
+    genuine = browser.post(
+        "/api/v1/uploads/",
+        {"archive": SimpleUploadedFile("p.zip", archive)},
+        format="multipart",
+        HTTP_X_CSRFTOKEN=token,
+    )
+
+    assert forged.status_code == 403
+    assert genuine.status_code == 201

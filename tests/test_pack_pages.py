@@ -6,6 +6,7 @@ import tarfile
 import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
+from django.test import Client
 from django.urls import reverse
 
 from packs.models import ContractVersion, Pack
@@ -202,3 +203,23 @@ def test_public_asset_files_download_and_sealed_ones_have_no_url(client, make_pa
 def test_unknown_objects_answer_404(client):
     assert client.get(reverse("packs:detail", args=["nope"])).status_code == 404
     assert client.get(reverse("packs:version", args=["nope", 1])).status_code == 404
+
+
+def test_the_form_upload_checks_csrf_and_passes_with_the_token(make_pack):
+    user = User.objects.create_user("csrf-author", password="pw-for-tests-only")
+    user.user_permissions.add(Permission.objects.get(codename="add_contractversion"))
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(user)
+    browser.get(reverse("pack-upload"))
+    token = browser.cookies["csrftoken"].value
+    archive = zip_folder(make_pack({"id": "csrf-pack", "version": 1}))
+
+    forged = browser.post(reverse("pack-upload"), {"archive": SimpleUploadedFile("p.zip", archive)})
+    genuine = browser.post(
+        reverse("pack-upload"),
+        {"archive": SimpleUploadedFile("p.zip", archive), "csrfmiddlewaretoken": token},
+    )
+
+    assert forged.status_code == 403
+    assert genuine.status_code == 302
+    assert Pack.objects.filter(pack_id="csrf-pack").exists()
