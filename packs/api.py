@@ -173,7 +173,14 @@ class PackUploadApi(APIView):
                 {
                     "detail": rejected.summary,
                     "problems": [
-                        {"file": p.file, "line": p.line, "field": p.field, "message": p.message}
+                        {
+                            "file": p.file,
+                            "line": p.line,
+                            "field": p.field,
+                            "message": p.message,
+                            "excerpt": p.excerpt,
+                            "column": p.column,
+                        }
                         for p in rejected.problems
                     ],
                 },

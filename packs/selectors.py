@@ -65,6 +65,14 @@ def task_get(contract_version: ContractVersion, task_id: str) -> Task:
     return get_object_or_404(contract_version.tasks, task_id=task_id)
 
 
+def task_neighbours(task: Task) -> dict[str, str | None]:
+    """Task ids before and after this one in the version, for previous/next links."""
+    siblings = Task.objects.filter(contract_version_id=task.contract_version_id)
+    before = siblings.filter(position=task.position - 1).values_list("task_id", flat=True)
+    after = siblings.filter(position=task.position + 1).values_list("task_id", flat=True)
+    return {"previous": before.first(), "next": after.first()}
+
+
 @dataclass(frozen=True)
 class ResourceCard:
     name: str

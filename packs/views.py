@@ -27,7 +27,7 @@ from verifiers.families import get_family
 from verifiers.lanes import LANES
 
 PACKS_PER_PAGE = 25
-TASKS_PER_PAGE = 50
+VERSIONS_PER_PAGE = 50
 MATRIX_TASKS_PER_PAGE = 50
 
 
@@ -72,7 +72,8 @@ def pack_list(request: HttpRequest) -> HttpResponse:
 def pack_detail(request: HttpRequest, pack_id: str) -> HttpResponse:
     pack = selectors.pack_get(pack_id)
     versions = pack.versions.select_related("uploaded_by").order_by("-version")
-    return render(request, "packs/pack_detail.html", {"pack": pack, "versions": versions})
+    page = paginate(request, versions, VERSIONS_PER_PAGE)
+    return render(request, "packs/pack_detail.html", {"pack": pack, "page": page})
 
 
 @require_GET
@@ -118,6 +119,7 @@ def task_detail(request: HttpRequest, pack_id: str, version: int, task_id: str) 
         "metadata_json": agent_task_json(task.metadata),
         "assets": selectors.public_asset_files(task),
         "sealed": selectors.sealed_resource_cards(task),
+        "neighbours": selectors.task_neighbours(task),
     }
     return render(request, "packs/task_detail.html", context)
 

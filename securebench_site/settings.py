@@ -153,7 +153,6 @@ else:
                     "PRAGMA busy_timeout=20000; PRAGMA foreign_keys=ON;"
                 ),
             },
-            "TEST": {"NAME": DATA_DIR / "test-db.sqlite3"},
         }
     }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"

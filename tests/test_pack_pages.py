@@ -223,3 +223,14 @@ def test_the_form_upload_checks_csrf_and_passes_with_the_token(make_pack):
     assert forged.status_code == 403
     assert genuine.status_code == 302
     assert Pack.objects.filter(pack_id="csrf-pack").exists()
+
+
+def test_invalid_json_shows_the_offending_line_with_the_column_marked(client, uploader, make_pack):
+    folder = make_pack({"id": "typo", "version": 1})
+    (folder / "tasks.jsonl").write_text('{"id": "q1", "family": "multiple_choice",}\n')
+
+    body = upload(client, zip_folder(folder)).content.decode()
+
+    assert "invalid JSON: Expecting property name enclosed in double quotes" in body
+    assert '<pre class="excerpt" hx-disable>{&quot;id&quot;: &quot;q1&quot;' in body
+    assert "\n" + " " * 41 + "^</pre>" in body

@@ -68,3 +68,19 @@ class PackDigest:
     def _record(self, kind: bytes, data: bytes) -> None:
         self._hash.update(kind + b"\x00" + len(data).to_bytes(8, "big"))
         self._hash.update(data)
+
+
+def contains_nul(value: Any) -> bool:
+    """True when a string or key holds U+0000, which PostgreSQL's jsonb cannot store."""
+    stack: list[Any] = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if "\x00" in item:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+    return False

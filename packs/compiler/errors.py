@@ -11,6 +11,14 @@ class Problem:
     line: int | None  # 1-based line in `file`, when known
     field: str | None  # dotted field path, e.g. "eval.answer", "assets[0].path"
     message: str
+    # The offending text (a window of the line) and the 1-based column in it, when known:
+    # shown under the message with the column marked.
+    excerpt: str | None = None
+    column: int | None = None
+
+    @property
+    def caret(self) -> str:
+        return " " * (self.column - 1) + "^" if self.column else ""
 
     def __str__(self) -> str:
         where = [self.file]
@@ -19,6 +27,16 @@ class Problem:
         if self.field:
             where.append(f"field {self.field}")
         return f"{', '.join(where)}: {self.message}"
+
+
+EXCERPT_RADIUS = 60
+
+
+def excerpt_around(text: str, column: int) -> tuple[str, int]:
+    """A window of at most 2 × EXCERPT_RADIUS characters around a 1-based column."""
+    start = max(0, column - 1 - EXCERPT_RADIUS)
+    window = text[start : column - 1 + EXCERPT_RADIUS]
+    return window.replace("\t", " "), column - start
 
 
 class PackError(Exception):

@@ -9,7 +9,7 @@ from typing import Any
 
 import yaml
 
-from packs.compiler.digest import nesting_depth_exceeds
+from packs.compiler.digest import contains_nul, nesting_depth_exceeds
 from packs.compiler.errors import PackError, Problem
 from packs.compiler.limits import CompileLimits, human_bytes
 from packs.compiler.paths import normalise, overlaps, unsafe_path_reason
@@ -62,6 +62,10 @@ class Manifest:
 def load_manifest(pack: Path, name: str, limits: CompileLimits) -> Manifest:
     text = _read_text(pack / name, name, limits)
     data, key_lines = _parse(text, name, limits)
+    if contains_nul(data):
+        raise PackError(
+            [Problem(name, None, None, "contains a NUL character, which cannot be stored")]
+        )
     problems = _check(data, pack)
     if problems:
         raise PackError([_problem(name, key_lines, field, message) for field, message in problems])

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from packs.compiler.digest import canonical_json, nesting_depth_exceeds
-from packs.compiler.errors import Problem, ProblemLog
+from packs.compiler.digest import canonical_json, contains_nul, nesting_depth_exceeds
+from packs.compiler.errors import Problem, ProblemLog, excerpt_around
 from packs.compiler.limits import CompileLimits, human_bytes
 from verifiers.families.base import FieldProblem
 
@@ -149,7 +149,9 @@ def _parse_line(
             object_pairs_hook=_unique_keys,
         )
     except json.JSONDecodeError as exc:
-        problem(f"invalid JSON: {exc.msg} (column {exc.colno})")
+        excerpt, column = excerpt_around(text, exc.colno)
+        message = f"invalid JSON: {exc.msg} (column {exc.colno})"
+        log.add(Problem(name, line, None, message, excerpt=excerpt, column=column))
         return None
     except _Refused as exc:
         problem(f"invalid JSON: {exc}")
@@ -169,10 +171,15 @@ def _parse_line(
         problem("a task row must be a JSON object")
         return None
     try:
-        return value, canonical_json(value)
+        row_json = canonical_json(value)
     except UnicodeEncodeError:
         problem("invalid JSON: contains an unpaired surrogate escape such as \\ud800")
         return None
+    # Cheap pre-check on the escaped form before walking the value.
+    if b"\\u0000" in row_json and contains_nul(value):
+        problem("contains a NUL character (\\u0000), which text fields cannot hold")
+        return None
+    return value, row_json
 
 
 # --- top-level shape -------------------------------------------------------------------------

@@ -428,3 +428,13 @@ def test_a_manifest_that_is_a_symlink_is_rejected(tmp_path):
     problem = only_problem(pack)
 
     assert (problem.file, problem.message) == ("manifest.yaml", "may not be a symlink")
+
+
+def test_a_nul_character_in_the_manifest_is_refused(tmp_path):
+    (tmp_path / "manifest.yaml").write_text('id: demo\nversion: 1\ndescription: "a\\0b"\n')
+    (tmp_path / "tasks.jsonl").write_text("")
+
+    with pytest.raises(PackError) as caught:
+        compile_pack(tmp_path)
+
+    assert "NUL character" in str(caught.value)

@@ -268,3 +268,20 @@ def test_pack_error_text_joins_every_problem(tmp_path):
 
     assert str(caught.value).splitlines() == [str(p) for p in caught.value.problems]
     assert len(caught.value.problems) == 2
+
+
+def test_a_nul_character_in_a_value_is_refused_because_postgresql_cannot_store_it(tmp_path):
+    row = {**GOOD, "id": "a", "input": {"question": "x\u0000y", "choices": ["3", "4"]}}
+
+    problem = only_problem(write_pack(tmp_path, json.dumps(row) + "\n"))
+
+    assert (problem.file, problem.line) == ("tasks.jsonl", 1)
+    assert "NUL character" in problem.message
+
+
+def test_an_escaped_backslash_u0000_in_text_is_just_text(tmp_path):
+    row = {**GOOD, "id": "a", "input": {"question": "print('\\u0000')", "choices": ["3", "4"]}}
+
+    pack = compile_pack(write_pack(tmp_path, json.dumps(row) + "\n"))
+
+    assert pack.tasks[0].agent_payload()["question"] == "print('\\u0000')"
