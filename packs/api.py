@@ -75,17 +75,10 @@ class AgentTaskSerializer(serializers.Serializer):
         request = self.context["request"]
         cv = self.context["contract_version"]
         return {
-            pack_file.path: request.build_absolute_uri(
-                reverse(
-                    "packs:public-file",
-                    kwargs={
-                        "pack_id": cv.pack.pack_id,
-                        "version": cv.version,
-                        "path": pack_file.path,
-                    },
-                )
+            path: request.build_absolute_uri(
+                reverse("packs:public-file", args=[cv.pack.pack_id, cv.version, path])
             )
-            for pack_file in selectors.public_asset_files(task)
+            for path in self.context["asset_paths"].get(task.pk, [])
         }
 
 
@@ -132,7 +125,11 @@ class VersionTasksApi(APIView):
             request,
             view=self,
         )
-        context = {"request": request, "contract_version": cv}
+        context = {
+            "request": request,
+            "contract_version": cv,
+            "asset_paths": selectors.public_asset_paths([task.pk for task in page]),
+        }
         return paginator.get_paginated_response(
             AgentTaskSerializer(page, many=True, context=context).data
         )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet
+from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from packs.models import ContractVersion, Pack, PackFile, Resource, ResourceFile, Task
@@ -12,7 +12,12 @@ from verifiers.lanes import LANES, PUBLIC
 
 
 def pack_list(*, query: str = "", family: str = "") -> QuerySet[Pack]:
-    packs = Pack.objects.annotate(version_count=Count("versions"))
+    latest = ContractVersion.objects.filter(pack=OuterRef("pk"), version=OuterRef("latest_version"))
+    packs = Pack.objects.annotate(
+        version_count=Count("versions"),
+        latest_task_count=Subquery(latest.values("task_count")[:1]),
+        latest_families=Subquery(latest.values("family_counts")[:1]),
+    )
     if query:
         packs = packs.filter(
             Q(pack_id__icontains=query)
@@ -101,6 +106,21 @@ def public_asset_files(task: Task) -> QuerySet[PackFile]:
             "pack_file_id"
         ),
     ).order_by("path")
+
+
+def public_asset_paths(task_pks: list[int]) -> dict[int, list[str]]:
+    """Public asset file paths per task, for a page of tasks in one query."""
+    links = (
+        ResourceFile.objects.filter(
+            resource__task_id__in=task_pks, resource__lane=PUBLIC, pack_file__root="public"
+        )
+        .order_by("pack_file__path")
+        .values_list("resource__task_id", "pack_file__path")
+    )
+    paths: dict[int, list[str]] = {}
+    for task_pk, path in links:
+        paths.setdefault(task_pk, []).append(path)
+    return paths
 
 
 def public_file_get(contract_version: ContractVersion, path: str) -> PackFile:

@@ -143,3 +143,22 @@ def test_a_signed_in_browser_session_can_upload_through_the_api_with_csrf(make_p
 
     assert forged.status_code == 403
     assert genuine.status_code == 201
+
+
+def test_task_payloads_link_their_public_asset_files(api, make_pack):
+    row = mc_row("q1")
+    row["assets"] = [{"path": "data"}]
+    folder = make_pack(
+        {"id": "with-assets", "version": 1},
+        [row],
+        files={"assets/data/a.csv": "x\n", "assets/data/b.csv": "y\n", "hidden/h.txt": "h\n"},
+    )
+    pack_import_folder(folder=folder)
+
+    task = api.get("/api/v1/packs/with-assets/versions/1/tasks/").json()["results"][0]
+
+    assert task["asset_urls"] == {
+        "data/a.csv": "http://testserver/packs/with-assets/v1/files/data/a.csv",
+        "data/b.csv": "http://testserver/packs/with-assets/v1/files/data/b.csv",
+    }
+    assert api.get(task["asset_urls"]["data/a.csv"]).status_code == 200
