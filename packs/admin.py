@@ -1,4 +1,4 @@
-"""Read-only admin for packs. Non-public values are never shown here: SealedValue is not
+"""Read-only admin for packs. Non-public values are never shown here: the sealed-value table is not
 registered and Resource hides its value fields."""
 
 from __future__ import annotations

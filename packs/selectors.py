@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
+from django.core.files.storage import storages
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
 from packs.models import ContractVersion, Pack, PackFile, Resource, ResourceFile, Task
-from verifiers.lanes import LANES, PUBLIC
+from verifiers.lanes import EVALUATION_INPUTS, HIDDEN, LANES, PUBLIC
+from verifiers.task import TaskFile, TaskLanes
 
 
 def pack_list(*, query: str = "", family: str = "") -> QuerySet[Pack]:
@@ -146,3 +150,40 @@ def visibility_columns(contract_version: ContractVersion) -> list[VisibilityColu
     # Public columns first, then evaluation inputs, then hidden: the map reads left to right
     # from what the agent sees to what only the evaluator sees.
     return sorted(columns, key=lambda c: (min(LANES.index(lane) for lane in c.lanes), c.name))
+
+
+def evaluator_task_lanes(task: Task) -> TaskLanes:
+    """All three lanes of a task, for trusted evaluator code in a worker only.
+
+    This is the one read that returns non-public values; no view, partial or API may call it.
+    """
+    resources = (
+        task.resources.select_related("sealed")
+        .prefetch_related("files__pack_file")
+        .order_by("position")
+    )
+    lanes: dict[str, dict[str, Any]] = {lane: {} for lane in LANES}
+    files: dict[str, tuple[TaskFile, ...]] = {}
+    for resource in resources:
+        value = resource.public_value if resource.is_public else resource.sealed.value
+        lanes[resource.lane][resource.name] = value
+        linked = [link.pack_file for link in resource.files.all()]
+        if linked:
+            files[resource.name] = tuple(
+                TaskFile(path=f.path, source=Path(_storage_path(f))) for f in linked
+            )
+    return TaskLanes(
+        task_id=task.task_id,
+        family=task.family,
+        public=lanes[PUBLIC],
+        evaluation_inputs=lanes[EVALUATION_INPUTS],
+        hidden=lanes[HIDDEN],
+        environment=task.environment,
+        metadata=task.metadata,
+        files=files,
+    )
+
+
+def _storage_path(pack_file: PackFile) -> str:
+    storage = storages["pack_public" if pack_file.root == "public" else "pack_sealed"]
+    return storage.path(pack_file.blob_name)

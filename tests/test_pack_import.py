@@ -7,6 +7,7 @@ from django.core.files.storage import storages
 
 from packs.management.commands.import_pack import import_path
 from packs.models import ContractVersion, Pack, PackFile, Resource, SealedValue, Task
+from packs.selectors import evaluator_task_lanes
 from packs.services import PackVersionConflict, UploadRejected, pack_import_folder
 from tests.conftest import mc_row
 
@@ -143,3 +144,16 @@ def test_files_are_split_between_the_public_and_sealed_roots(make_pack):
     assert storages["pack_public"].exists(public.blob_name)
     assert storages["pack_sealed"].exists(sealed.blob_name)
     assert not storages["pack_public"].exists(sealed.blob_name)
+
+
+def test_the_evaluator_view_of_a_task_has_all_lanes_and_trusted_file_copies(reference_packs):
+    cv = pack_import_folder(folder=reference_packs / "terminal-task-smoke").contract_version
+
+    lanes = evaluator_task_lanes(cv.tasks.get())
+
+    assert set(lanes.public) == {"instructions"}
+    assert lanes.evaluation_inputs["checker"]["source"] == "pytest"
+    assert lanes.hidden["expected_state"]["path"] == "output.txt"
+    (checker_file,) = lanes.files["checker"]
+    assert checker_file.path == "create-output-file/tests/test_outputs.py"
+    assert "securebench terminal task" in checker_file.source.read_text()
