@@ -2,6 +2,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import shutil
+import subprocess
 import zipfile
 from collections.abc import Callable
 from pathlib import Path
@@ -13,6 +16,28 @@ import yaml
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_PACKS = REPO_ROOT.parent / "shared" / "reference-packs"
 EXAMPLES = REPO_ROOT / "examples"
+
+
+# Suites that never touch the database or the broker: CI's PostgreSQL + Redis pass skips them
+# (they already ran once on the embedded defaults, and sandboxes do not care about the DB).
+DATABASE_INDEPENDENT = ("compiler", "verifiers")
+DATABASE_INDEPENDENT_FILES = (
+    "test_code_gaming.py",
+    "test_patch_and_workspace_gaming.py",
+    "test_answer_gaming.py",
+    "test_sandbox_escapes.py",
+)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    tests_root = Path(__file__).resolve().parent
+    for item in items:
+        relative = item.path.resolve().relative_to(tests_root)
+        if (
+            relative.parts[0] in DATABASE_INDEPENDENT
+            or item.path.name in DATABASE_INDEPENDENT_FILES
+        ):
+            item.add_marker(pytest.mark.database_independent)
 
 
 @pytest.fixture(autouse=True)
@@ -101,3 +126,44 @@ def zip_folder(folder: Path, *, top: str | None = None) -> bytes:
                 name = path.relative_to(folder).as_posix()
                 archive.write(path, f"{top}/{name}" if top else name)
     return buffer.getvalue()
+
+
+# --- real sandboxes ------------------------------------------------------------------------
+
+SANDBOX_BACKENDS = ("bwrap", "docker")
+# Built by ../shared/tools/local-docker.sh; pack images cannot be pulled on these machines.
+LOCAL_IMAGE = "securebench-local/python:3.11"
+
+
+def _docker_image_present(tag: str) -> bool:
+    if shutil.which("docker") is None:
+        return False
+    probe = subprocess.run(
+        ["docker", "image", "inspect", tag], capture_output=True, check=False, timeout=30
+    )
+    return probe.returncode == 0
+
+
+def sandbox_or_skip(backend: str):
+    """A real backend; skipped with the reason when absent, but a failure for Docker when CI
+    requires it (SECUREBENCH_REQUIRE_DOCKER=1)."""
+    from verifiers.sandbox import SandboxUnavailable, get_sandbox
+
+    required = backend == "docker" and os.environ.get("SECUREBENCH_REQUIRE_DOCKER") == "1"
+    try:
+        return get_sandbox(backend)
+    except SandboxUnavailable as exc:
+        reason = f"{backend} sandbox unavailable: {exc}"
+        print(reason)
+        if required:
+            pytest.fail(f"{reason} (SECUREBENCH_REQUIRE_DOCKER=1)")
+        pytest.skip(reason)
+
+
+@pytest.fixture(scope="module", params=SANDBOX_BACKENDS)
+def sandbox(request: pytest.FixtureRequest):
+    with pytest.MonkeyPatch.context() as patch:
+        wants_image = request.param == "docker" and "SECUREBENCH_DEFAULT_IMAGE" not in os.environ
+        if wants_image and _docker_image_present(LOCAL_IMAGE):
+            patch.setenv("SECUREBENCH_DEFAULT_IMAGE", LOCAL_IMAGE)
+        yield sandbox_or_skip(request.param)

@@ -50,6 +50,10 @@ REDACTED = "<redacted>"
 # Values shorter than this are too common to scrub without mangling ordinary output
 # ("B", "4"); they are never logged verbatim by verifiers either.
 MIN_SCRUB_LENGTH = 3
+# Evaluation inputs are mostly test code and checker settings: scrubbing short words of them
+# ("pytest", "tests") would make every log unreadable, while any test line worth hiding is
+# longer than this.
+MIN_INPUT_SCRUB_LENGTH = 12
 
 
 @dataclass(frozen=True)
@@ -93,21 +97,21 @@ def pending(**kwargs: Any) -> Verdict:
     return Verdict(status=PENDING, score=0.0, reason=Reason.NO_VERIFIER, **kwargs)
 
 
-def secret_strings(values: Iterable[Any]) -> list[str]:
-    """Every string (and number as text) inside hidden/evaluation-input values, longest first."""
+def secret_strings(values: Iterable[Any], min_length: int = MIN_SCRUB_LENGTH) -> list[str]:
+    """Every string (and number as text) inside the given values, longest first."""
     found: set[str] = set()
     stack = list(values)
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if len(item.strip()) >= MIN_SCRUB_LENGTH:
+            if len(item.strip()) >= min_length:
                 found.add(item)
                 found.add(item.strip())
         elif isinstance(item, bool) or item is None:
             continue
         elif isinstance(item, int | float):
             text = repr(item)
-            if len(text) >= MIN_SCRUB_LENGTH:
+            if len(text) >= min_length:
                 found.add(text)
         elif isinstance(item, dict):
             stack.extend(item.values())

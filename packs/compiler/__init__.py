@@ -5,7 +5,13 @@
 every problem with its file, line and field.
 """
 
-from packs.compiler.compile import CompiledPack, CompiledTask, agent_task_json, compile_pack
+from packs.compiler.compile import (
+    CompiledPack,
+    CompiledTask,
+    agent_task_json,
+    compile_pack,
+    compiled_task_lanes,
+)
 from packs.compiler.errors import PackError, Problem
 from packs.compiler.limits import CompileLimits
 from packs.compiler.manifest import Manifest
@@ -23,4 +29,5 @@ __all__ = [
     "Problem",
     "agent_task_json",
     "compile_pack",
+    "compiled_task_lanes",
 ]

@@ -23,6 +23,7 @@ from packs.compiler.visibility import CompiledResource, PackTrees, build_resourc
 from verifiers.families import get_family, is_known_family
 from verifiers.families.base import FieldProblem
 from verifiers.lanes import LANES, PUBLIC
+from verifiers.task import TaskFile, TaskLanes
 
 
 @dataclass(frozen=True)
@@ -194,3 +195,29 @@ def _family_warnings(families: Counter[str]) -> list[str]:
                 f"family '{family}' has no verifier yet; its {count} task(s) will stay pending"
             )
     return warnings
+
+
+def compiled_task_lanes(
+    task: CompiledTask, files: dict[tuple[str, str], PackFileEntry]
+) -> TaskLanes:
+    """All three lanes of a freshly compiled task, for verifying without a database
+    (tests and benchmarks); the site builds the same view from stored rows."""
+    lanes: dict[str, dict[str, Any]] = {lane: {} for lane in LANES}
+    attached: dict[str, tuple[TaskFile, ...]] = {}
+    for resource in task.resources:
+        lanes[resource.lane][resource.name] = copy.deepcopy(resource.value)
+        if resource.files:
+            attached[resource.name] = tuple(
+                TaskFile(path=path, source=files[(root, path)].source)
+                for root, path in resource.files
+            )
+    return TaskLanes(
+        task_id=task.task_id,
+        family=task.family,
+        public=lanes[PUBLIC],
+        evaluation_inputs=lanes["evaluation_inputs"],
+        hidden=lanes["hidden"],
+        environment=copy.deepcopy(task.environment),
+        metadata=copy.deepcopy(task.metadata),
+        files=attached,
+    )

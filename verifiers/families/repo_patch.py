@@ -2,6 +2,11 @@
 
 from __future__ import annotations
 
+import json
+import posixpath
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from verifiers.families.base import (
@@ -18,6 +23,44 @@ from verifiers.families.base import (
     string_list,
 )
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN
+from verifiers.patch_policy import (
+    PATH_MISMATCH,
+    CandidatePolicy,
+    PolicyDecision,
+    check_paths,
+    evaluate,
+    is_test_path,
+    trusted_patch_paths,
+)
+from verifiers.sandbox.base import (
+    REPO_LIMITS,
+    Sandbox,
+    SandboxResult,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+from verifiers.task import Candidate, TaskLanes
+from verifiers.verdict import (
+    ERROR,
+    FAILED,
+    Reason,
+    Verdict,
+    error,
+    failed,
+    passed,
+)
+from verifiers.workspace import (
+    PYLIB_DIR,
+    RUNNER_DIR,
+    layout_assets,
+    limit_reason,
+    log_secrets,
+    new_nonce,
+    pylib_mounts,
+    read_frame,
+    runner_mounts,
+    sandbox_fields,
+)
 
 _INLINE_PATCH = strict_object(
     {
@@ -76,3 +119,257 @@ SPEC = FamilySpec(
         "gold_patch": Field(string),
     },
 )
+
+
+# --- verification ----------------------------------------------------------------------------
+
+WORKSPACE_ROOT = "/workspace"  # where public assets land (spec §5.5)
+IMAGE_REPO_COPY = "/securebench-work"  # writable copy of a repository baked into the image
+DEFAULT_TIMEOUT = 300.0
+SETUP_GRACE = 60.0  # copying, git and patching before the tests start
+RUNNER = f"{RUNNER_DIR}/repo_runner.py"
+TEST_COMMAND_STARTED = b"securebench: running the test command"
+
+# Phase reported by the trusted runner → (status, reason) when it stopped there.
+PHASE_VERDICTS: dict[str, tuple[str, str]] = {
+    "repository": (ERROR, Reason.TASK_MISCONFIGURED),
+    "base_commit": (FAILED, Reason.BASE_COMMIT_MISMATCH),
+    "setup_patch": (ERROR, Reason.TASK_MISCONFIGURED),
+    "verifier_baseline": (ERROR, Reason.INFRASTRUCTURE),
+    "candidate_patch": (FAILED, Reason.PATCH_DOES_NOT_APPLY),
+    "candidate_paths": (FAILED, Reason.POLICY_DENIED),
+    "restore_tests": (ERROR, Reason.INFRASTRUCTURE),
+    "test_patch": (FAILED, Reason.PATCH_DOES_NOT_APPLY),
+    "internal": (ERROR, Reason.INFRASTRUCTURE),
+}
+
+
+@dataclass(frozen=True)
+class RepoPlan:
+    """Where the repository comes from and where it lives inside the sandbox."""
+
+    workdir: str  # the sandbox's writable folder
+    repo_dir: str  # the repository inside it
+    test_cwd: str
+    copy_from: str | None  # image path to copy from (docker), None when assets bring it
+    work_files: Path | None
+    # bwrap runs the host's python3, which may lack pytest: the worker's own pytest is
+    # mounted read-only and appended to the test command's import path (bwrap only).
+    test_env: tuple[tuple[str, str], ...] = ()
+
+
+class TaskError(ValueError):
+    """The task cannot be verified as written (→ error, task_misconfigured)."""
+
+
+def inline_patch(value: Any) -> str:
+    if isinstance(value, dict):
+        value = value.get("patch")
+    return value if isinstance(value, str) else ""
+
+
+def _absolute(value: Any, name: str) -> str:
+    if not isinstance(value, str) or not value.startswith("/"):
+        raise TaskError(f"{name} must be an absolute path")
+    path = posixpath.normpath(value)
+    if any(part == ".." for part in path.split("/")):
+        raise TaskError(f"{name} must not contain '..'")
+    return path
+
+
+def _below(path: str, root: str) -> str | None:
+    """``path`` relative to ``root`` ('' when equal), None when outside."""
+    if path == root:
+        return ""
+    prefix = root.rstrip("/") + "/"
+    return path[len(prefix) :] if path.startswith(prefix) else None
+
+
+def timeout_seconds(task: TaskLanes, tests: dict[str, Any]) -> float:
+    for value in (tests.get("timeout_seconds"), task.environment.get("timeout_seconds")):
+        if isinstance(value, int | float) and not isinstance(value, bool) and value > 0:
+            return float(value)
+    return DEFAULT_TIMEOUT
+
+
+def plan_repository(
+    task: TaskLanes, tests: dict[str, Any], backend: str, scratch: Path
+) -> RepoPlan:
+    env_workdir = task.environment.get("workdir")
+    repo_dir = _absolute(tests.get("workdir") or env_workdir, "tests.workdir/environment.workdir")
+    image_repo = _absolute(env_workdir or repo_dir, "environment.workdir")
+    assets = task.files.get("assets", ())
+    inside = _below(repo_dir, WORKSPACE_ROOT)
+    if assets and inside is not None:
+        placed = layout_assets(scratch, task.public.get("assets"), assets)
+        if any(_below(path, inside) is not None or inside == "" for path in placed):
+            test_env = (("PYTHONPATH", PYLIB_DIR),) if backend == "bwrap" else ()
+            return RepoPlan(WORKSPACE_ROOT, repo_dir, repo_dir, None, scratch, test_env)
+    if backend != "docker":
+        raise SandboxUnavailable(
+            "the repository is baked into the task's image; verifying it needs Docker"
+        )
+    copy_repo = f"{IMAGE_REPO_COPY}/repo"
+    relative = _below(repo_dir, image_repo)
+    test_cwd = copy_repo if not relative else f"{copy_repo}/{relative}"
+    return RepoPlan(IMAGE_REPO_COPY, copy_repo, test_cwd, image_repo, None)
+
+
+def runner_config(
+    task: TaskLanes,
+    tests: dict[str, Any],
+    plan: RepoPlan,
+    decision: PolicyDecision,
+    policy: CandidatePolicy,
+    nonce: str,
+) -> dict[str, Any]:
+    restore = [
+        path
+        for path in decision.applied_paths
+        if is_test_path(path) or path in policy.protected_paths
+    ]
+    return {
+        "nonce": nonce,
+        "repo_dir": plan.repo_dir,
+        "copy_from": plan.copy_from,
+        "test_cwd": plan.test_cwd,
+        "base_commit": str(task.public.get("base_commit", "")),
+        "setup_patch": inline_patch(tests.get("setup_patch")),
+        "candidate_patch": decision.patch,
+        "declared_paths": list(decision.applied_paths),
+        "restore_paths": restore,
+        "test_patch": inline_patch(tests.get("test_patch")),
+        "command": list(tests["command"]),
+        "test_env": dict(plan.test_env),
+    }
+
+
+def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = None) -> Verdict:
+    """Policy on the host first, then one sandbox: repo, patches, tests (spec §4.5)."""
+    tests = task.evaluation_inputs.get("tests")
+    if not isinstance(tests, dict) or not _is_argv(tests.get("command")):
+        return error(Reason.TASK_MISCONFIGURED, stderr="repo_patch task has no tests.command")
+    test_patch = inline_patch(tests.get("test_patch"))
+    policy = CandidatePolicy.from_value(
+        task.evaluation_inputs.get("candidate_policy"),
+        protected_paths=trusted_patch_paths(test_patch),
+    )
+    decision = evaluate(candidate.text if candidate.kind == "patch" else "", policy)
+    details: dict[str, Any] = {"verifier": "repo_patch", **decision.details()}
+    if not decision.allowed:
+        details["phase"] = "candidate_policy"
+        reason = decision.reason or Reason.POLICY_DENIED
+        return failed(reason, details=details, stderr=decision.message)
+    try:
+        sandbox = sandbox or _default_sandbox()
+    except SandboxUnavailable as exc:
+        return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
+    wall = timeout_seconds(task, tests) + SETUP_GRACE
+    nonce = new_nonce()
+    with tempfile.TemporaryDirectory(prefix="securebench-repo-") as scratch:
+        try:
+            plan = plan_repository(task, tests, sandbox.name, Path(scratch))
+        except TaskError as exc:
+            return error(Reason.TASK_MISCONFIGURED, details=details, stderr=str(exc))
+        except SandboxUnavailable as exc:
+            return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
+        config = runner_config(task, tests, plan, decision, policy, nonce)
+        spec = SandboxSpec(
+            command=["python3", "-I", RUNNER],
+            image=task.environment.get("image"),
+            workdir=plan.workdir,
+            work_files=plan.work_files,
+            mounts=runner_mounts() + (pylib_mounts() if plan.test_env else ()),
+            limits=REPO_LIMITS.with_wall(min(wall, MAX_WALL_SECONDS)),
+            stdin=json.dumps(config).encode("utf-8"),
+        )
+        result = sandbox.run(spec)
+    return decide(result, nonce, policy, details, log_secrets(task))
+
+
+MAX_WALL_SECONDS = 1800.0
+
+
+def _is_argv(value: Any) -> bool:
+    return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
+
+
+def _default_sandbox() -> Sandbox:
+    from verifiers.sandbox import get_sandbox
+
+    return get_sandbox()
+
+
+def decide(
+    result: SandboxResult,
+    nonce: str,
+    policy: CandidatePolicy,
+    details: dict[str, Any],
+    secrets: list[str],
+) -> Verdict:
+    """The verdict from the sandbox run: limits, then the runner's one trusted frame."""
+    fields = sandbox_fields(result, secrets)
+    details = {**details, "sandbox_exit_code": result.exit_code}
+    if reason := limit_reason(result):
+        return failed(reason, details={**details, "phase": "sandbox"}, **fields)
+    frame, problem = read_frame(result.stdout, nonce)
+    if frame is None:
+        started = TEST_COMMAND_STARTED in result.stderr
+        details = {**details, "phase": "frame", "frame_problem": problem}
+        if problem == "forged" or started:
+            return failed(Reason.TAMPER_DETECTED, details=details, **fields)
+        return error(Reason.INFRASTRUCTURE, details=details, **fields)
+    details.update(_frame_details(frame))
+    phase = str(frame.get("phase"))
+    if not frame.get("ok"):
+        status, reason = PHASE_VERDICTS.get(phase, (ERROR, Reason.INFRASTRUCTURE))
+        if phase == "candidate_paths":
+            details["policy_code"] = PATH_MISMATCH
+        verdict = failed if status == FAILED else error
+        return verdict(reason, details=details, **fields)
+    if not frame.get("spawned"):
+        return error(Reason.TASK_MISCONFIGURED, details=details, **fields)
+    actual = check_paths(frame.get("actual_paths") or [], policy)
+    if not actual.allowed:
+        details["denied_candidate_patch_paths"] = list(actual.denied_paths)
+        return failed(Reason.POLICY_DENIED, details=details, **fields)
+    if frame.get("exit_code") != 0:
+        return failed(Reason.TESTS_FAILED, details=details, **fields)
+    if "junit" in frame and (problem := junit_problem(frame["junit"])):
+        details["junit_problem"] = problem
+        return failed(Reason.TESTS_FAILED, details=details, **fields)
+    return passed(details=details, **fields)
+
+
+def junit_problem(junit: Any) -> str | None:
+    """Why a pytest command's junit report does not back its exit code 0 (None if it does)."""
+    if not isinstance(junit, dict) or "junit_error" in junit:
+        return str(junit.get("junit_error") if isinstance(junit, dict) else "no report")
+    cases = [c for c in junit.get("cases") or [] if isinstance(c, list) and len(c) == 3]
+    if not any(case[2] == "passed" for case in cases):
+        return "no test passed"
+    failing = [f"{c[0]}::{c[1]}" for c in cases if c[2] == "failed"]
+    return "failed: " + ", ".join(failing[:20]) if failing else None
+
+
+_FRAME_KEYS = (
+    "phase",
+    "message",
+    "exit_code",
+    "spawn_error",
+    "base_commit_checked",
+    "image_commit",
+    "base_commit",
+    "actual_paths",
+    "undeclared_paths",
+    "restored_paths",
+    "killed_leftovers",
+    "undumpable",
+)
+
+
+def _frame_details(frame: dict[str, Any]) -> dict[str, Any]:
+    out = {key: frame[key] for key in _FRAME_KEYS if key in frame}
+    if "actual_paths" in out:
+        out["actual_candidate_patch_paths"] = out.pop("actual_paths")
+    return out

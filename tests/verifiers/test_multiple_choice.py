@@ -1,0 +1,307 @@
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from verifiers.families import multiple_choice
+from verifiers.scoring import verify_text_family
+from verifiers.task import Candidate, TaskLanes
+from verifiers.text import MAX_CANDIDATE_CHARS
+from verifiers.verdict import Reason, Verdict
+
+CHOICES = ["first", "second", "third", "fourth"]
+REFERENCE_PACKS = Path(__file__).resolve().parents[2].parent / "shared" / "reference-packs"
+MMLU_PACK = REFERENCE_PACKS / "mmlu-abstract-algebra-mini"
+
+
+def task(answer: Any, choices: Any = None) -> TaskLanes:
+    return TaskLanes(
+        task_id="mc",
+        family="multiple_choice",
+        public={"question": "Which one?", "choices": CHOICES if choices is None else choices},
+        evaluation_inputs={},
+        hidden={"answer": answer},
+    )
+
+
+def verify(text: str, answer: Any = "B", choices: Any = None) -> Verdict:
+    return multiple_choice.verify(task(answer, choices), Candidate.of_text(text))
+
+
+# --- spec §4.1 worked examples and label forms ---------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "B",
+        "b",
+        "(B)",
+        "[b]",
+        "B.",
+        "**B**",
+        "option b.",
+        "answer is b",
+        "Final answer: B",
+        "Answer: B",
+        "**Answer:** B",
+        "Answer - B",
+        "…reasoning…\nAnswer: second",
+        "Q(sqrt 2) has degree 2.\nThe correct option is (b)",
+        "second",
+        "Second.",
+        "B) second",
+        "(b) second",
+    ],
+)
+def test_the_right_choice_passes(text: str) -> None:
+    verdict = verify(text)
+    assert verdict.passed, verdict
+    assert verdict.score == 1.0
+    assert verdict.details["answered_choice_index"] == 1
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["A", "option d.", "answer is a", "Final answer: C", "reasoning\nAnswer: first", "fourth"],
+)
+def test_another_choice_fails(text: str) -> None:
+    verdict = verify(text)
+    assert verdict.status == "failed"
+    assert verdict.reason == Reason.WRONG_ANSWER
+    assert verdict.details["multiple_answers"] is False
+
+
+def test_a_hedged_last_line_without_a_keyword_fails() -> None:
+    verdict = verify("I think it's B")
+    assert verdict.reason == Reason.WRONG_ANSWER
+    assert verdict.details == {
+        "choice_count": 4,
+        "multiple_answers": False,
+        "answered_choice_index": None,
+    }
+
+
+def test_an_explained_answer_line_fails_as_upstream() -> None:
+    verdict = verify("Answer: B, because it is the second one")
+    assert verdict.reason == Reason.WRONG_ANSWER
+    assert verdict.details["answered_choice_index"] is None
+
+
+def test_the_pass_says_how_and_where_it_matched() -> None:
+    assert verify("work\nAnswer: second").details == {
+        "choice_count": 4,
+        "match_strategy": "choice_text",
+        "matched_from": "focused_answer",
+        "answered_choice_index": 1,
+    }
+    assert verify("B").details["match_strategy"] == "label"
+    assert verify("B) second").details["match_strategy"] == "label_and_text"
+
+
+def test_a_label_beyond_the_choices_is_not_a_label() -> None:
+    assert verify("E").reason == Reason.WRONG_ANSWER
+
+
+# --- answer forms --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [1, 1.0, "B", "b", "(B)", "option b", "second", "Second."])
+def test_the_answer_may_be_an_index_a_label_or_a_choice_text(answer: Any) -> None:
+    assert verify("B", answer=answer).passed
+    assert verify("second", answer=answer).passed
+    assert not verify("A", answer=answer).passed
+
+
+def test_index_zero_is_the_first_choice() -> None:
+    assert verify("A", answer=0).passed
+    assert verify("first", answer=0).passed
+
+
+def test_any_answer_of_a_list_is_right() -> None:
+    assert verify("A", answer=["A", 2]).passed
+    assert verify("third", answer=["A", 2]).passed
+    assert not verify("B", answer=["A", 2]).passed
+
+
+def test_a_candidate_naming_two_listed_answers_still_sprays() -> None:
+    verdict = verify("A, C", answer=["A", 2])
+    assert verdict.details["multiple_answers"] is True
+
+
+def test_a_label_like_single_letter_choice_text_resolves_to_its_text() -> None:
+    assert verify("y", answer="y", choices=["x", "y", "z"]).passed
+
+
+def test_a_literal_answer_that_is_no_choice_must_be_given_exactly() -> None:
+    assert verify("Answer: none of these", answer="None of these").passed
+    assert not verify("B", answer="None of these").passed
+
+
+def test_a_choice_text_with_a_comma_is_one_answer() -> None:
+    choices = ["0", "1", "0,1", "0,4"]
+    assert verify("0,1", answer="C", choices=choices).passed
+    assert verify("Answer: 0,4", answer="D", choices=choices).passed
+    assert verify("0, 1", answer="C", choices=choices).details["multiple_answers"] is True
+
+
+def test_duplicate_choice_texts_count_as_one_choice() -> None:
+    choices = ["same", "other", "same"]
+    assert verify("same", answer=2, choices=choices).passed
+    assert verify("A", answer=2, choices=choices).passed
+
+
+# --- spraying ------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The answer is A, B, C, and D.",
+        "A, B, C and D",
+        "A or B",
+        "A or B or C or D",
+        "Answer: A or B",
+        "Answers: A, B",
+        "A/B",
+        "A & B",
+        "A; B",
+        "A B C D",
+        "(A) (B)",
+        "A\nB\nC\nD",
+        "first\nsecond\nthird\nfourth",
+        "first, second, third, fourth",
+        "second or third",
+        "B and second and third",
+        "Answer: B or maybe C",
+        "B\nAnswer: C",
+        "B) first",
+        "reasoning\nFinal answer: B, D",
+    ],
+)
+def test_naming_several_choices_fails_even_when_one_is_right(text: str) -> None:
+    verdict = verify(text)
+    assert verdict.status == "failed"
+    assert verdict.reason == Reason.WRONG_ANSWER
+    assert verdict.details["multiple_answers"] is True
+    assert verdict.details["named_choice_count"] >= 2
+
+
+def test_repeating_the_same_choice_is_not_spraying() -> None:
+    assert verify("B\nAnswer: B").passed
+    assert verify("Answer: B) second").passed
+
+
+def test_reasoning_that_mentions_other_choices_is_not_spraying() -> None:
+    text = "A is wrong, C too, and D is absurd.\nSo the degree is 4.\nAnswer: B"
+    assert verify(text).passed
+
+
+def test_the_spray_flag_does_not_depend_on_the_answer() -> None:
+    for answer in ("A", "B", "C", "D"):
+        assert verify("A or B", answer=answer).details == {
+            "choice_count": 4,
+            "multiple_answers": True,
+            "named_choice_count": 2,
+        }
+
+
+# --- unusable candidates and misconfigured tasks -------------------------------------------
+
+
+@pytest.mark.parametrize("text", ["", "   ", "\n\n"])
+def test_an_empty_candidate_is_invalid(text: str) -> None:
+    verdict = verify(text)
+    assert (verdict.status, verdict.reason) == ("failed", Reason.INVALID_CANDIDATE)
+
+
+def test_a_candidate_of_another_kind_is_invalid() -> None:
+    verdict = multiple_choice.verify(task("B"), Candidate.of_code("B"))
+    assert verdict.reason == Reason.INVALID_CANDIDATE
+    assert verdict.details["candidate_kind"] == "code"
+
+
+def test_an_overly_long_candidate_is_invalid() -> None:
+    verdict = verify("B" + " " * MAX_CANDIDATE_CHARS)
+    assert verdict.reason == Reason.INVALID_CANDIDATE
+
+
+@pytest.mark.parametrize(
+    "choices", [[], "first", ["a", ""], ["a", 3], [f"c{i}" for i in range(27)]]
+)
+def test_bad_choices_are_a_task_error(choices: Any) -> None:
+    verdict = verify("A", choices=choices)
+    assert (verdict.status, verdict.reason) == ("error", Reason.TASK_MISCONFIGURED)
+
+
+@pytest.mark.parametrize("answer", [None, True, 7, -1, 1.5, "E", [], [True, 9]])
+def test_an_answer_naming_no_choice_is_a_task_error(answer: Any) -> None:
+    verdict = verify("A", answer=answer)
+    assert (verdict.status, verdict.reason) == ("error", Reason.TASK_MISCONFIGURED)
+
+
+def test_an_answer_in_evaluation_inputs_is_found_too() -> None:
+    lanes = TaskLanes("mc", "multiple_choice", {"choices": CHOICES}, {"answer": "B"}, {})
+    assert multiple_choice.verify(lanes, Candidate.of_text("B")).passed
+
+
+# --- the verdict never carries the hidden answer -------------------------------------------
+
+MARKER = "HIDDENMARKER-7f3a"
+
+
+@pytest.mark.parametrize(
+    "text", [MARKER, "B", "A", f"{MARKER} or other", f"Answer: {MARKER}", "", "I don't know"]
+)
+def test_the_verdict_never_echoes_the_answer(text: str) -> None:
+    verdict = verify(text, answer=MARKER, choices=["other", MARKER])
+    assert MARKER not in repr(verdict)
+    assert verdict.stdout == verdict.stderr == ""
+    assert verdict.sandbox_backend is None
+
+
+def test_a_literal_answer_is_not_echoed_either() -> None:
+    verdict = verify(f"Answer: {MARKER}", answer=MARKER)
+    assert verdict.passed
+    assert MARKER not in repr(verdict)
+
+
+# --- dispatch and the reference pack -------------------------------------------------------
+
+
+def test_the_text_dispatcher_sends_multiple_choice_here() -> None:
+    assert verify_text_family(task("B"), Candidate.of_text("B")).passed
+
+
+def test_the_text_dispatcher_refuses_other_families() -> None:
+    lanes = TaskLanes("cc", "code_completion", {}, {}, {})
+    verdict = verify_text_family(lanes, Candidate.of_code("pass"))
+    assert (verdict.status, verdict.reason) == ("error", Reason.NO_VERIFIER)
+
+
+def mmlu_tasks() -> list[TaskLanes]:
+    if not MMLU_PACK.is_dir():
+        print(f"reference pack not found at {MMLU_PACK}")
+        pytest.skip(f"reference pack not found at {MMLU_PACK}")
+    lines = (MMLU_PACK / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
+    rows = [json.loads(line) for line in lines if line.strip()]
+    # The compiler puts `input` in the public lane and `eval.answer` in the hidden lane.
+    return [TaskLanes(row["id"], "multiple_choice", row["input"], {}, row["eval"]) for row in rows]
+
+
+def test_reference_pack_oracle_answers_all_pass() -> None:
+    tasks = mmlu_tasks()
+    assert len(tasks) == 10
+    for lanes in tasks:
+        verdict = verify_text_family(lanes, Candidate.of_text(f"Answer: {lanes.hidden['answer']}"))
+        assert verdict.passed, (lanes.task_id, verdict)
+
+
+@pytest.mark.parametrize("text", ["A, B, C and D", "", "A\nB\nC\nD\nAnswer: D"])
+def test_reference_pack_sprays_and_empty_answers_all_fail(text: str) -> None:
+    for lanes in mmlu_tasks():
+        verdict = verify_text_family(lanes, Candidate.of_text(text))
+        assert verdict.status == "failed", (lanes.task_id, verdict)

@@ -1,0 +1,96 @@
+"""Every task with a reference passes with it and fails with an empty candidate, on real packs
+(the reference packs, our examples, the full HumanEval) and on both sandbox backends."""
+
+from __future__ import annotations
+
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+
+import pytest
+
+from packs.compiler import CompiledPack, compile_pack, compiled_task_lanes
+from packs.management.commands.import_humaneval import write_humaneval_pack
+from tests.conftest import EXAMPLES, REFERENCE_PACKS
+from verifiers.oracle import null_candidate, oracle_candidate
+from verifiers.scoring import VerifierSettings, verify
+from verifiers.task import TaskLanes
+
+# Two cores: two verifications at a time keeps both busy.
+PARALLEL = 2
+
+
+def pack_lanes(pack: CompiledPack) -> list[TaskLanes]:
+    return [compiled_task_lanes(task, pack.files) for task in pack.tasks]
+
+
+def real_packs() -> list[Path]:
+    folders = sorted(p for p in EXAMPLES.iterdir() if (p / "manifest.yaml").is_file())
+    if REFERENCE_PACKS.is_dir():
+        folders += sorted(p for p in REFERENCE_PACKS.iterdir() if p.is_dir())
+    return folders
+
+
+def verify_all(tasks, make_candidate, sandbox) -> dict[str, object]:
+    settings = VerifierSettings(sandbox=sandbox)
+    work = [(task, make_candidate(task)) for task in tasks]
+    work = [(task, candidate) for task, candidate in work if candidate is not None]
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        verdicts = pool.map(lambda item: verify(item[0], item[1], settings), work)
+        return {task.task_id: verdict for (task, _), verdict in zip(work, verdicts, strict=True)}
+
+
+def assert_all(verdicts: dict[str, object], status: str) -> None:
+    wrong = {
+        task_id: (v.status, v.reason, v.stderr[-300:])
+        for task_id, v in verdicts.items()
+        if v.status != status
+    }
+    assert not wrong, wrong
+
+
+@pytest.fixture(scope="module")
+def humaneval(tmp_path_factory) -> list[TaskLanes]:
+    folder = tmp_path_factory.mktemp("humaneval")
+    write_humaneval_pack(folder)
+    return pack_lanes(compile_pack(folder))
+
+
+@pytest.mark.parametrize("folder", real_packs(), ids=lambda p: p.name)
+def test_every_reference_passes_and_every_empty_candidate_fails(folder, sandbox):
+    tasks = pack_lanes(compile_pack(folder))
+
+    oracle = verify_all(tasks, oracle_candidate, sandbox)
+    null = verify_all(tasks, null_candidate, sandbox)
+
+    assert_all(oracle, "passed")
+    assert_all(null, "failed")
+    verifiable = [t for t in tasks if null_candidate(t) is not None]
+    assert len(null) == len(verifiable)
+
+
+def test_all_164_humaneval_problems_pass_with_their_canonical_solutions(humaneval, sandbox):
+    verdicts = verify_all(humaneval, oracle_candidate, sandbox)
+
+    assert len(verdicts) == 164
+    assert_all(verdicts, "passed")
+
+
+def test_all_164_humaneval_problems_fail_with_a_stub_returning_none(humaneval, sandbox):
+    from verifiers.task import Candidate
+
+    def stub(task: TaskLanes) -> Candidate:
+        entry = task.metadata["entry_point"]
+        return Candidate.of_code(f"def {entry}(*args, **kwargs):\n    return None\n")
+
+    verdicts = verify_all(humaneval, stub, sandbox)
+
+    assert len(verdicts) == 164
+    assert_all(verdicts, "failed")
+
+
+def test_deferred_families_stay_pending():
+    tasks = pack_lanes(compile_pack(EXAMPLES / "deferred-tool-call"))
+
+    verdicts = [verify(task, None) for task in tasks]
+
+    assert {v.status for v in verdicts} == {"pending"}

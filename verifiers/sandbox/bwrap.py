@@ -1,0 +1,916 @@
+"""The bubblewrap backend (DESIGN.md §5, security.md §1.3, §7).
+
+Layout of one run::
+
+    prlimit --as --data --cpu --fsize --nofile --nproc --core=0 --stack --
+      setpriv --reuid=SLOT --regid=SLOT --clear-groups --          (only when we are root)
+        bwrap --unshare-all --unshare-user --disable-userns --cap-drop ALL ... --
+          /usr/bin/python3 -I -S -c WRAPPER CONFIG                 (trusted, from read-only /usr)
+            COMMAND                                                (the untrusted part)
+
+Design choices, and why:
+
+* **Dedicated uid per slot.** RLIMIT_NPROC counts every process of a real uid kernel-wide
+  (§10), so a root supervisor runs each sandbox under its own unprivileged uid from a small
+  pool (61000–61063 by default), held with an ``flock`` on ``<slot dir>/slot-<uid>.lock`` for
+  the whole run. Leftovers of that uid are killed before the slot is used and verified gone
+  afterwards, so stragglers never eat the next run's budget (§9 E7). Not root: the sandbox
+  runs as our own uid, RLIMIT_NPROC is not applied (it would count all our processes) and
+  the process count is enforced by the watchdog only; the result says so in ``notes``.
+* **Work dir = a size-capped tmpfs inside the sandbox** (``--size N --tmpfs WORKDIR``), so
+  disk use is capped in bytes by the kernel, never a writable bind of a host folder.
+* **Copy-in and collection go through a trusted wrapper over two pipes.** The host reads
+  ``work_files`` itself (regular files and folders only, never following links) and streams
+  them on one pipe; the wrapper — the host's own Python from the read-only ``/usr``, run
+  with ``-I -S`` — writes them into the tmpfs before the command starts. After the command
+  exits, the wrapper SIGKILLs every other process of the pid namespace until none is left,
+  and only then opens each ``collect`` path component by component with ``O_NOFOLLOW``
+  (symlinks → ``refused``, non-regular files → ``refused``), caps it, and streams it back
+  on the second pipe. The collection pipe is closed in the command (``close_fds``), and
+  the wrapper makes itself non-dumpable so processes of the same uid cannot reach its fds
+  through ``/proc`` or ptrace it. A command that kills the wrapper only loses its own
+  results. This was chosen over a host tmpfs mount (root only, stale mounts on a crash)
+  and over a host-dir bind (no byte cap on the work dir).
+* **Killing.** The outer bwrap is a process-group leader; killing the group kills bwrap's
+  pid 1 and with it the whole pid namespace. As root we then check that no process of the
+  slot uid remains (killing any with ``kill -9 -1`` run as that uid, race-free) and note it.
+* **Memory.** RLIMIT_AS/RLIMIT_DATA per process = ``limits.memory_bytes`` (a big single
+  allocation fails with MemoryError/ENOMEM); a watchdog sums VmRSS of the sandbox's
+  processes every 50 ms and kills past the limit (``memory_exceeded=True``, honest). An
+  allocation refused by RLIMIT_AS cannot be seen from outside, so a non-zero exit whose
+  stderr tail names an allocation failure (``MemoryError``, ``Cannot allocate memory``,
+  ``std::bad_alloc``, ``out of memory``) is also reported as ``memory_exceeded`` with a note
+  saying it was inferred. Caveat: glibc reserves RLIMIT_STACK per thread, which counts
+  against RLIMIT_AS.
+* **Spawning** happens on one long-lived thread: ``--die-with-parent`` uses
+  PR_SET_PDEATHSIG, which fires when the *creating thread* exits (§1.3).
+* bwrap never uses ``spec.image``; the result notes that the host's ``/usr`` ran instead.
+
+The capped-output helper here (``OutputCapture``) is shared with the Docker backend.
+"""
+
+from __future__ import annotations
+
+import collections
+import concurrent.futures
+import contextlib
+import fcntl
+import json
+import os
+import re
+import shutil
+import signal
+import stat
+import subprocess
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import BinaryIO
+
+from verifiers.sandbox.base import (
+    Limits,
+    Sandbox,
+    SandboxProcess,
+    SandboxResult,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+
+PATH_VALUE = "/usr/local/bin:/usr/bin:/bin"
+WATCH_INTERVAL = 0.05  # seconds between RSS / process-count checks
+KILL_GRACE = 2.0  # seconds we allow teardown after a kill before calling it stuck
+OUTPUT_KILL_FACTOR = 8  # past this many times limits.output_bytes the run is killed
+DEFAULT_UID_BASE = 61000
+DEFAULT_UID_COUNT = 64
+DEFAULT_SLOT_DIR = "/tmp/securebench-sandbox-slots"  # noqa: S108 - checked owner/mode below
+# Wrapper exit code when the command cannot be started (as a shell would).
+EXIT_NOT_FOUND = 127
+EXIT_CANNOT_RUN = 126
+# Stderr markers of an allocation refused by RLIMIT_AS (see module docstring).
+_ALLOC_FAILURE = re.compile(
+    rb"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory", re.IGNORECASE
+)
+# /etc entries programs commonly need; /etc is never bound whole (no host config leaks).
+_ETC_ENTRIES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "alternatives",
+    "nsswitch.conf",
+    "mime.types",
+    "ssl/certs",
+    "ca-certificates",
+    "gitconfig",
+)
+
+
+# --------------------------------------------------------------------------- output capping
+
+
+class OutputCapture:
+    """Keeps the head and tail of a stream up to ``cap`` bytes; counts everything."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = max(cap, 2)
+        self.total = 0
+        self._head = bytearray()
+        self._tail: collections.deque[bytes] = collections.deque()
+        self._tail_len = 0
+        self._lock = threading.Lock()
+
+    def feed(self, data: bytes) -> int:
+        """Add a chunk; returns the running total (callers kill far past the cap)."""
+        with self._lock:
+            self.total += len(data)
+            half = self.cap // 2
+            room = half - len(self._head)
+            if room > 0:
+                self._head += data[:room]
+                data = data[room:]
+            if data:
+                self._tail.append(data)
+                self._tail_len += len(data)
+                # Trim whole chunks, then the front of the first, to keep cap - half bytes.
+                keep = self.cap - half
+                while self._tail_len - len(self._tail[0]) >= keep:
+                    self._tail_len -= len(self._tail.popleft())
+                if self._tail_len > keep:
+                    cut = self._tail_len - keep
+                    self._tail[0] = self._tail[0][cut:]
+                    self._tail_len -= cut
+            return self.total
+
+    def value(self) -> bytes:
+        with self._lock:
+            tail = b"".join(self._tail)
+            omitted = self.total - len(self._head) - len(tail)
+            if omitted <= 0:
+                return bytes(self._head) + tail
+            marker = f"\n[... {omitted} bytes omitted by the sandbox ...]\n".encode()
+            return bytes(self._head) + marker + tail
+
+    @property
+    def truncated(self) -> bool:
+        return self.total > self.cap
+
+
+def looks_like_alloc_failure(exit_code: int | None, stderr: bytes) -> bool:
+    """A failed run whose stderr tail names an allocation failure (RLIMIT_AS/ENOMEM)."""
+    return exit_code not in (None, 0) and bool(_ALLOC_FAILURE.search(stderr[-4096:]))
+
+
+# --------------------------------------------------------------------------- the wrapper
+
+# Runs inside the sandbox as ``python3 -I -S -c WRAPPER CONFIG``. Kept small and stdlib-only.
+WRAPPER = r"""
+import ctypes, json, os, signal, stat, subprocess, sys, time
+cfg = json.loads(sys.argv[1])
+try:  # PR_SET_DUMPABLE=0: same-uid processes cannot ptrace us or open /proc/<us>/fd/*
+    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
+except Exception:
+    pass
+out = os.fdopen(cfg["out_fd"], "wb")
+def record(obj, data=b""):
+    out.write(json.dumps(obj).encode() + b"\n" + data)
+    out.flush()
+def fail(phase, msg, code):
+    sys.stderr.write("securebench-sandbox: %s: %s\n" % (phase, msg))
+    sys.stderr.flush()
+    record({"error": phase, "msg": msg})
+    os._exit(code)
+def safe_parts(rel):
+    parts = rel.split("/")
+    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
+        raise ValueError("bad path %r" % rel)
+    return parts
+work = os.open(cfg["workdir"], os.O_RDONLY | os.O_DIRECTORY)
+if cfg["in_fd"] >= 0:
+    src = os.fdopen(cfg["in_fd"], "rb")
+    try:
+        while True:
+            line = src.readline()
+            if not line:
+                break
+            item = json.loads(line)
+            parts = safe_parts(item["p"])
+            if item["t"] == "d":
+                os.mkdir(item["p"], item["m"] & 0o755 | 0o700, dir_fd=work)
+                continue
+            fd = os.open(item["p"], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
+                         item["m"] & 0o755 | 0o600, dir_fd=work)
+            left = item["s"]
+            while left:
+                chunk = src.read(min(left, 1 << 20))
+                if not chunk:
+                    raise EOFError("truncated copy-in stream")
+                os.write(fd, chunk)
+                left -= len(chunk)
+            os.close(fd)
+    except Exception as exc:
+        fail("copy-in", repr(exc), 125)
+    src.close()
+try:
+    child = subprocess.Popen(cfg["cmd"], cwd=cfg["workdir"], close_fds=True)
+except FileNotFoundError as exc:
+    fail("exec", "command not found: %s" % exc.filename, 127)
+except OSError as exc:
+    fail("exec", "cannot run command: %s" % exc, 126)
+rc = child.wait()
+code = rc if rc >= 0 else 128 - rc
+record({"exit": code})
+me = os.getpid()
+for _ in range(2000):  # SIGKILL everything else in the pid namespace (bwrap's pid 1 reaps)
+    try:
+        os.kill(-1, signal.SIGKILL)
+    except ProcessLookupError:
+        break
+    time.sleep(0.002)
+else:
+    fail("teardown", "processes survived SIGKILL", 125)
+cap = cfg["cap"]
+for rel in cfg["collect"]:
+    try:
+        parts = safe_parts(rel)
+        fd = os.dup(work)
+        for part in parts[:-1]:
+            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = nxt
+        leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        os.close(fd)
+    except ValueError as exc:
+        record({"p": rel, "st": "refused", "why": str(exc)})
+        continue
+    except OSError as exc:
+        if exc.errno == 40:  # ELOOP: a symlink where a file or folder was expected
+            record({"p": rel, "st": "refused", "why": "symlink"})
+        else:
+            record({"p": rel, "st": "missing", "why": os.strerror(exc.errno or 0)})
+        continue
+    if not stat.S_ISREG(os.fstat(leaf).st_mode):
+        os.close(leaf)
+        record({"p": rel, "st": "refused", "why": "not a regular file"})
+        continue
+    data = b""
+    while len(data) < cap:
+        chunk = os.read(leaf, min(cap - len(data), 1 << 20))
+        if not chunk:
+            break
+        data += chunk
+    os.close(leaf)
+    record({"p": rel, "st": "ok", "s": len(data)}, data)
+record({"end": True})
+out.close()
+os._exit(code)
+"""
+
+
+# --------------------------------------------------------------------------- host helpers
+
+_SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sb-spawn")
+
+
+def _spawn(argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
+    """Popen on one long-lived thread: PR_SET_PDEATHSIG follows the creating thread."""
+    return _SPAWNER.submit(subprocess.Popen, argv, **kwargs).result()
+
+
+def _tool(name: str) -> str:
+    path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin")
+    if path is None:
+        raise SandboxUnavailable(f"bwrap backend needs `{name}`, which is not installed")
+    return path
+
+
+def _read_proc_status(pid: int) -> dict[str, str]:
+    try:
+        with open(f"/proc/{pid}/status", "rb") as fh:
+            text = fh.read().decode("ascii", "replace")
+    except OSError:
+        return {}
+    fields: dict[str, str] = {}
+    for line in text.splitlines():
+        key, _, value = line.partition(":")
+        fields[key] = value.strip()
+    return fields
+
+
+def pids_of_uid(uid: int) -> list[int]:
+    """Live (non-zombie) processes whose real uid is ``uid``."""
+    found = []
+    for entry in os.scandir("/proc"):
+        if not entry.name.isdigit():
+            continue
+        try:
+            if entry.stat(follow_symlinks=False).st_uid != uid:
+                continue  # /proc/<pid> is owned by the effective uid: a cheap first filter
+        except OSError:
+            continue
+        status = _read_proc_status(int(entry.name))
+        real_uid = status.get("Uid", "").split()
+        if real_uid and int(real_uid[0]) == uid and not status.get("State", "").startswith("Z"):
+            found.append(int(entry.name))
+    return found
+
+
+def _pids_in_pidns(ns_link: str) -> list[int]:
+    found = []
+    for entry in os.scandir("/proc"):
+        if entry.name.isdigit():
+            try:
+                if os.readlink(f"/proc/{entry.name}/ns/pid") == ns_link:
+                    found.append(int(entry.name))
+            except OSError:
+                continue
+    return found
+
+
+def _rss_bytes(pids: list[int]) -> int:
+    total = 0
+    for pid in pids:
+        value = _read_proc_status(pid).get("VmRSS", "0 kB").split()
+        total += int(value[0]) * 1024 if value and value[0].isdigit() else 0
+    return total
+
+
+@dataclass
+class _Slot:
+    uid: int | None  # None: not root, runs as our own uid
+    lock_fd: int | None = None
+
+    def release(self) -> None:
+        if self.lock_fd is not None:
+            os.close(self.lock_fd)  # closing drops the flock
+            self.lock_fd = None
+
+
+def _slot_dir() -> Path:
+    path = Path(os.environ.get("SECUREBENCH_SANDBOX_SLOT_DIR", DEFAULT_SLOT_DIR))
+    try:
+        path.mkdir(mode=0o700, exist_ok=True)
+    except OSError as exc:
+        raise SandboxUnavailable(f"cannot create sandbox slot dir {path}: {exc}") from exc
+    info = path.lstat()
+    # Someone else's folder (or a symlink planted in /tmp) must not decide our slot locks.
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        raise SandboxUnavailable(f"sandbox slot dir {path} is not a private folder of ours")
+    return path
+
+
+def kill_uid(uid: int) -> None:
+    """SIGKILL every process of ``uid`` by signalling as that uid: no pid-reuse race."""
+    subprocess.run(
+        [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+         _tool("kill"), "-9", "-1"],
+        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+        check=False, timeout=10,
+    )  # fmt: skip
+
+
+def _acquire_slot(base: int, count: int, timeout: float) -> _Slot:
+    folder = _slot_dir()
+    deadline = time.monotonic() + timeout
+    start = os.getpid() % count  # spread concurrent workers over the pool
+    while True:
+        for i in range(count):
+            uid = base + (start + i) % count
+            fd = os.open(folder / f"slot-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
+                         | os.O_CLOEXEC, 0o600)  # fmt: skip
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                os.close(fd)
+                continue
+            if pids_of_uid(uid):  # stragglers of a crashed supervisor: ours now, kill them
+                kill_uid(uid)
+            return _Slot(uid, fd)
+        if time.monotonic() > deadline:
+            raise SandboxUnavailable(f"all {count} sandbox slots are busy")
+        time.sleep(0.05)
+
+
+def _iter_work_files(root: Path, notes: list[str]) -> list[tuple[str, str, int]]:
+    """(relative path, "d"|"f", mode) of regular files and folders; links are skipped."""
+    items: list[tuple[str, str, int]] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in sorted(dirnames) + sorted(filenames):
+            full = os.path.join(dirpath, name)
+            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
+            info = os.lstat(full)
+            if stat.S_ISDIR(info.st_mode):
+                items.append((rel, "d", stat.S_IMODE(info.st_mode)))
+            elif stat.S_ISREG(info.st_mode):
+                items.append((rel, "f", stat.S_IMODE(info.st_mode)))
+            else:
+                notes.append(f"work_files: skipped {rel} (not a regular file or folder)")
+        dirnames.sort()
+    return items
+
+
+def _write_work_files(fd: int, root: Path, items: list[tuple[str, str, int]]) -> None:
+    """Stream work files to the wrapper; a dead reader (EPIPE) just ends the stream."""
+    try:
+        with os.fdopen(fd, "wb") as out:
+            for rel, kind, mode in items:
+                if kind == "d":
+                    out.write(json.dumps({"t": "d", "p": rel, "m": mode}).encode() + b"\n")
+                    continue
+                src = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                with os.fdopen(src, "rb") as fh:
+                    size = os.fstat(fh.fileno()).st_size
+                    out.write(json.dumps({"t": "f", "p": rel, "m": mode, "s": size}).encode())
+                    out.write(b"\n")
+                    left = size
+                    while left:  # exactly the announced size, even if the file changes
+                        chunk = fh.read(min(left, 1 << 20)) or b"\0" * min(left, 1 << 20)
+                        out.write(chunk)
+                        left -= len(chunk)
+    except (BrokenPipeError, OSError):
+        pass
+
+
+def _drain(fd: BinaryIO, capture: OutputCapture, on_flood: threading.Event) -> None:
+    """Read a pipe to EOF; signal a kill once it goes far past the cap."""
+    limit = capture.cap * OUTPUT_KILL_FACTOR
+    while True:
+        chunk = fd.read1(65536) if hasattr(fd, "read1") else fd.read(65536)
+        if not chunk:
+            break
+        if capture.feed(chunk) > limit:
+            on_flood.set()
+    fd.close()
+
+
+def _read_all(fd: int, cap: int, sink: bytearray) -> None:
+    with os.fdopen(fd, "rb") as fh:
+        while chunk := fh.read1(65536):
+            if len(sink) < cap:
+                sink += chunk[: cap - len(sink)]
+
+
+def _parse_channel(data: bytes) -> tuple[dict, list[dict], list[bytes]]:
+    """Split the wrapper's records; returns (status, collect records, payloads)."""
+    status: dict = {}
+    records: list[dict] = []
+    payloads: list[bytes] = []
+    pos = 0
+    while pos < len(data):
+        nl = data.find(b"\n", pos)
+        if nl < 0:
+            break
+        try:
+            rec = json.loads(data[pos:nl])
+        except ValueError:
+            break
+        pos = nl + 1
+        if not isinstance(rec, dict):
+            break
+        if "exit" in rec or "error" in rec or "end" in rec:
+            status.update(rec)
+            continue
+        size = rec.get("s", 0) if rec.get("st") == "ok" else 0
+        if not isinstance(size, int) or size < 0 or pos + size > len(data):
+            break
+        records.append(rec)
+        payloads.append(data[pos : pos + size])
+        pos += size
+    return status, records, payloads
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+@dataclass
+class _Flags:
+    timed_out: bool = False
+    memory_exceeded: bool = False
+    output_exceeded: bool = False
+    pids_exceeded: bool = False
+    killed: threading.Event = field(default_factory=threading.Event)
+
+
+class BwrapProcess(SandboxProcess):
+    """One running bwrap sandbox; also what ``BwrapSandbox.run`` drives to completion."""
+
+    def __init__(self, spec: SandboxSpec, *, interactive: bool, slot: _Slot) -> None:
+        self.spec = spec
+        self.limits: Limits = spec.limits
+        self._slot = slot
+        self._notes: list[str] = []
+        self._flags = _Flags()
+        self._flood = threading.Event()
+        self._lock = threading.Lock()
+        self._finished: SandboxResult | None = None
+        self._stdout_cap = OutputCapture(self.limits.output_bytes)
+        self._stderr_cap = OutputCapture(self.limits.output_bytes)
+        self._channel = bytearray()
+        self._ns_link: str | None = None
+        self._killed_by_caller = False
+        self._threads: list[threading.Thread] = []
+        if spec.image:
+            self._notes.append(f"pack image {spec.image} was not used (bwrap runs the host's /usr)")
+        if slot.uid is None:
+            self._notes.append(
+                f"not root: sandbox runs as uid {os.getuid()} without a dedicated slot uid; "
+                "RLIMIT_NPROC not applied, process count enforced by the watchdog only"
+            )
+        self._start(interactive)
+
+    # -- start
+
+    def _start(self, interactive: bool) -> None:
+        spec = self.spec
+        to_close: list[int] = []
+        pass_fds: list[int] = []
+        items: list[tuple[str, str, int]] = []
+        in_fd = -1
+        if spec.work_files is not None:
+            items = _iter_work_files(spec.work_files, self._notes)
+            in_fd, in_w = os.pipe()
+            pass_fds.append(in_fd)
+            to_close.append(in_fd)
+        out_r, out_w = os.pipe()
+        pass_fds.append(out_w)
+        to_close.append(out_w)
+        bwrap_args, extra_fds = self._bwrap_args()
+        pass_fds += extra_fds
+        to_close += extra_fds
+        config = {
+            "workdir": spec.workdir,
+            "in_fd": in_fd,
+            "out_fd": out_w,
+            "collect": list(spec.collect),
+            "cap": self.limits.output_bytes,
+            "cmd": list(spec.command),
+        }
+        argv = [
+            *self._prlimit_args(),
+            *self._setpriv_args(),
+            *bwrap_args,
+            "--",
+            "/usr/bin/python3",
+            "-I",
+            "-S",
+            "-c",
+            WRAPPER,
+            json.dumps(config),
+        ]
+        stdin_mode = subprocess.PIPE if interactive or spec.stdin else subprocess.DEVNULL
+        self._started = time.monotonic()
+        try:
+            self._proc = _spawn(
+                argv,
+                stdin=stdin_mode,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                pass_fds=tuple(pass_fds),
+                start_new_session=True,  # our own process group: killpg reaches bwrap
+                env={"PATH": PATH_VALUE, "LANG": "C.UTF-8"},
+            )
+        except OSError as exc:
+            for fd in [*to_close, out_r] + ([in_w] if in_fd >= 0 else []):
+                os.close(fd)
+            self._slot.release()
+            raise SandboxUnavailable(f"cannot start bwrap: {exc}") from exc
+        for fd in to_close:
+            os.close(fd)
+        self._thread(_read_all, out_r, self._channel_cap(), self._channel)
+        if in_fd >= 0:
+            self._thread(_write_work_files, in_w, spec.work_files, items)
+        self._thread(_drain, self._proc.stderr, self._stderr_cap, self._flood)
+        if interactive:
+            self.stdin = self._proc.stdin  # type: ignore[assignment]
+            self.stdout = self._proc.stdout  # type: ignore[assignment]
+        else:
+            self._thread(_drain, self._proc.stdout, self._stdout_cap, self._flood)
+            if self._proc.stdin is not None:
+                self._thread(self._feed_stdin, self._proc.stdin, spec.stdin)
+        self._watchdog = threading.Thread(target=self._watch, name="sb-watchdog", daemon=True)
+        self._watchdog.start()
+
+    def _thread(self, target: object, *args: object) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
+        thread.start()
+        self._threads.append(thread)
+
+    @staticmethod
+    def _feed_stdin(pipe: BinaryIO, data: bytes) -> None:
+        try:
+            pipe.write(data)
+            pipe.close()
+        except (BrokenPipeError, OSError):
+            pass
+
+    def _channel_cap(self) -> int:
+        return len(self.spec.collect) * (self.limits.output_bytes + 4096) + 65536
+
+    def _prlimit_args(self) -> list[str]:
+        lim = self.limits
+        args = [
+            _tool("prlimit"),
+            f"--as={lim.memory_bytes}",
+            f"--data={lim.memory_bytes}",
+            f"--cpu={lim.cpu_seconds}",
+            f"--fsize={lim.file_size_bytes}",
+            f"--nofile={lim.open_files}",
+            "--core=0",
+            f"--stack={lim.stack_bytes}",
+        ]
+        if self._slot.uid is not None:
+            # + 3: the outer bwrap, bwrap's pid 1 and the wrapper run under the slot uid too.
+            args.append(f"--nproc={lim.pids + 3}")
+        return [*args, "--"]
+
+    def _setpriv_args(self) -> list[str]:
+        uid = self._slot.uid
+        if uid is None:
+            return []
+        return [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+
+    def _bwrap_args(self) -> tuple[list[str], list[int]]:
+        spec = self.spec
+        uid = self._slot.uid if self._slot.uid is not None else os.getuid()
+        gid = self._slot.uid if self._slot.uid is not None else os.getgid()
+        args = [
+            _tool("bwrap"),
+            "--unshare-all",
+            "--unshare-user",
+            "--disable-userns",
+            "--die-with-parent",
+            "--new-session",
+            "--cap-drop",
+            "ALL",
+        ]
+        for cap in spec.capabilities:
+            name = cap.upper()
+            args += ["--cap-add", name if name.startswith("CAP_") else f"CAP_{name}"]
+        args += ["--hostname", "sandbox", "--clearenv"]
+        env = {
+            "PATH": PATH_VALUE,
+            "HOME": spec.workdir,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **spec.env,
+        }
+        for key, value in env.items():
+            args += ["--setenv", key, value]
+        args += ["--ro-bind", "/usr", "/usr"]
+        for name in ("bin", "lib", "lib64", "sbin"):
+            host = Path("/") / name
+            if host.is_symlink():  # Debian merged-usr: /bin -> usr/bin, …
+                args += ["--symlink", os.readlink(host), f"/{name}"]
+            elif host.is_dir():
+                args += ["--ro-bind", str(host), f"/{name}"]
+        for entry in _ETC_ENTRIES:
+            args += ["--ro-bind-try", f"/etc/{entry}", f"/etc/{entry}"]
+        for python_etc in sorted(Path("/etc").glob("python3*")):  # Debian's sitecustomize
+            args += ["--ro-bind-try", str(python_etc), str(python_etc)]
+        fds: list[int] = []
+        identity = {
+            "/etc/passwd": f"sandbox:x:{uid}:{gid}:sandbox:{spec.workdir}:/bin/sh\n",
+            "/etc/group": f"sandbox:x:{gid}:\n",
+            "/etc/hosts": "127.0.0.1 localhost sandbox\n::1 localhost\n",
+        }
+        for target, text in identity.items():
+            fd = _data_fd(text.encode())
+            fds.append(fd)
+            args += ["--ro-bind-data", str(fd), target]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        args += ["--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]  # noqa: S108
+        # --size must precede the --tmpfs it applies to (§9 E3).
+        args += ["--size", str(self.limits.work_bytes), "--tmpfs", spec.workdir]
+        for mount in spec.mounts:
+            problem = _unreachable_for_others(Path(mount.source))
+            if problem:
+                for opened in fds:
+                    os.close(opened)
+                raise SandboxUnavailable(
+                    f"mount source {mount.source} is not readable by the sandbox uid: {problem}"
+                )
+            args += ["--ro-bind" if mount.read_only else "--bind", str(mount.source), mount.target]
+        # The root bwrap builds is a tmpfs the sandbox user could write to: make it read-only
+        # (the /tmp and work dir tmpfs mounts below it stay writable).
+        args += ["--remount-ro", "/", "--chdir", spec.workdir]
+        return args, fds
+
+    # -- watching
+
+    def _members(self) -> list[int]:
+        if self._slot.uid is not None:
+            return pids_of_uid(self._slot.uid)
+        if self._ns_link is None:
+            self._ns_link = self._find_ns_link()
+            if self._ns_link is None:
+                return []
+        return _pids_in_pidns(self._ns_link)
+
+    def _find_ns_link(self) -> str | None:
+        try:
+            with open(f"/proc/{self._proc.pid}/task/{self._proc.pid}/children") as fh:
+                children = fh.read().split()
+            return os.readlink(f"/proc/{children[0]}/ns/pid") if children else None
+        except OSError:
+            return None
+
+    def _watch(self) -> None:
+        deadline = self._started + self.limits.wall_seconds
+        while self._proc.poll() is None:
+            if self._flags.killed.is_set():
+                return
+            if time.monotonic() >= deadline:
+                self._flags.timed_out = True
+                self._kill()
+                return
+            if self._flood.is_set():
+                self._flags.output_exceeded = True
+                self._kill()
+                return
+            members = self._members()
+            if _rss_bytes(members) > self.limits.memory_bytes:
+                self._flags.memory_exceeded = True
+                self._kill()
+                return
+            if self._slot.uid is None and len(members) > self.limits.pids + 2:
+                self._flags.pids_exceeded = True
+                self._kill()
+                return
+            self._flags.killed.wait(WATCH_INTERVAL)
+
+    def _kill(self) -> None:
+        self._flags.killed.set()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self._proc.pid, signal.SIGKILL)
+
+    def kill(self) -> None:
+        self._killed_by_caller = True
+        self._kill()
+
+    # -- finishing
+
+    def finish(self, timeout: float | None = None) -> SandboxResult:
+        with self._lock:
+            if self._finished is None:
+                self._finished = self._finish(timeout)
+            return self._finished
+
+    def _finish(self, timeout: float | None) -> SandboxResult:
+        wall_left = self._started + self.limits.wall_seconds - time.monotonic()
+        wait_for = wall_left + KILL_GRACE if timeout is None else min(timeout, wall_left)
+        try:
+            self._proc.wait(timeout=max(wait_for, 0.0))
+        except subprocess.TimeoutExpired:
+            if timeout is not None and timeout < wall_left:
+                self._notes.append(f"killed by finish(timeout={timeout})")
+            else:
+                self._flags.timed_out = True
+            self._kill()
+        try:
+            rc = self._proc.wait(timeout=KILL_GRACE)
+        except subprocess.TimeoutExpired:  # bwrap ignoring SIGKILL would be a kernel bug
+            rc = None
+            self._notes.append("bwrap did not exit after SIGKILL")
+        self._flags.killed.set()
+        self._watchdog.join(KILL_GRACE)
+        try:
+            self._teardown_check()
+        finally:
+            self._slot.release()
+        for pipe in (self._proc.stdin, self._proc.stdout):
+            if pipe is not None and not pipe.closed:
+                with contextlib.suppress(OSError):
+                    pipe.close()
+        for thread in self._threads:
+            thread.join(KILL_GRACE)
+        return self._result(rc)
+
+    def _teardown_check(self) -> None:
+        """Nothing of this run may survive: verify, and kill leftovers as the slot uid."""
+        deadline = time.monotonic() + KILL_GRACE
+        while (left := self._members()) and time.monotonic() < deadline:
+            if self._slot.uid is not None:
+                kill_uid(self._slot.uid)
+            time.sleep(0.02)
+        if left:
+            self._notes.append(f"processes of the sandbox survived teardown: {left}")
+
+    def _result(self, rc: int | None) -> SandboxResult:
+        status, records, payloads = _parse_channel(bytes(self._channel))
+        stderr = self._stderr_cap.value()
+        if "error" in status and status["error"] in ("copy-in", "teardown"):
+            raise SandboxUnavailable(f"sandbox {status['error']} failed: {status.get('msg')}")
+        killed = self._flags.timed_out or self._flags.memory_exceeded
+        killed = killed or self._flags.output_exceeded or self._flags.pids_exceeded
+        if self._killed_by_caller:
+            killed = True
+            self._notes.append("killed by the caller")
+        exit_code: int | None
+        if killed:
+            exit_code = None
+        elif "exit" in status:
+            exit_code = int(status["exit"])
+        elif status.get("error") == "exec":
+            exit_code = rc
+        elif rc == 1 and stderr.startswith(b"bwrap:"):  # bwrap's own setup failure
+            raise SandboxUnavailable(stderr.decode(errors="replace").strip())
+        else:
+            exit_code = rc
+            self._notes.append("the sandbox wrapper died before reporting (killed from inside?)")
+        collected: dict[str, bytes] = {}
+        refused: list[str] = []
+        for rec, payload in zip(records, payloads, strict=True):
+            if rec.get("st") == "ok":
+                collected[str(rec["p"])] = payload
+            elif rec.get("st") == "refused":
+                refused.append(str(rec["p"]))
+        if self.spec.collect and "end" not in status and exit_code is not None:
+            self._notes.append("collection incomplete")
+        memory = self._flags.memory_exceeded
+        if not memory and looks_like_alloc_failure(exit_code, stderr):
+            memory = True
+            self._notes.append("memory_exceeded inferred from an allocation failure on stderr")
+        if self._flags.pids_exceeded:
+            self._notes.append("killed: process count above limits.pids (watchdog)")
+        for name, cap in (("stdout", self._stdout_cap), ("stderr", self._stderr_cap)):
+            if cap.truncated:
+                self._notes.append(f"{name} truncated: kept {cap.cap} of {cap.total} bytes")
+        return SandboxResult(
+            exit_code=exit_code,
+            stdout=self._stdout_cap.value(),
+            stderr=stderr,
+            duration_seconds=time.monotonic() - self._started,
+            backend="bwrap",
+            image=None,
+            timed_out=self._flags.timed_out,
+            memory_exceeded=memory,
+            output_exceeded=self._flags.output_exceeded,
+            collected=collected,
+            refused=tuple(refused),
+            notes=tuple(self._notes),
+        )
+
+
+def _unreachable_for_others(path: Path) -> str | None:
+    """Why an unprivileged uid cannot use ``path`` (bwrap resolves bind sources as it)."""
+    if not path.exists():
+        return "does not exist"
+    for parent in [*reversed(path.absolute().parents)]:
+        if not parent.stat().st_mode & stat.S_IXOTH:
+            return f"folder {parent} is not searchable by others (o+x)"
+    mode = path.stat().st_mode
+    if stat.S_ISDIR(mode) and not mode & stat.S_IXOTH:
+        return f"folder {path} is not searchable by others (o+x)"
+    if not mode & stat.S_IROTH:
+        return f"{path} is not readable by others (o+r)"
+    return None
+
+
+def _data_fd(data: bytes) -> int:
+    """A readable fd holding ``data`` (small: fits in a pipe buffer)."""
+    read_fd, write_fd = os.pipe()
+    try:
+        os.write(write_fd, data)
+    finally:
+        os.close(write_fd)
+    return read_fd
+
+
+class BwrapSandbox(Sandbox):
+    name = "bwrap"
+
+    def __init__(
+        self,
+        *,
+        uid_base: int | None = None,
+        uid_count: int | None = None,
+        slot_timeout: float = 60.0,
+    ) -> None:
+        for tool in ("bwrap", "prlimit", "setpriv", "kill"):
+            _tool(tool)
+        if not os.path.exists("/usr/bin/python3"):
+            raise SandboxUnavailable("bwrap backend needs /usr/bin/python3 for its wrapper")
+        env_base = os.environ.get("SECUREBENCH_SANDBOX_UID_BASE")
+        env_count = os.environ.get("SECUREBENCH_SANDBOX_UID_COUNT")
+        self.uid_base = uid_base or int(env_base or DEFAULT_UID_BASE)
+        self.uid_count = uid_count or int(env_count or DEFAULT_UID_COUNT)
+        self.slot_timeout = slot_timeout
+        self.privileged = os.geteuid() == 0
+        self.used_uids: set[int] = set()  # slot uids this instance ran under (for audits)
+
+    def _slot(self) -> _Slot:
+        if not self.privileged:
+            return _Slot(None)
+        slot = _acquire_slot(self.uid_base, self.uid_count, self.slot_timeout)
+        self.used_uids.add(slot.uid)  # type: ignore[arg-type]
+        return slot
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        return BwrapProcess(spec, interactive=False, slot=self._slot()).finish()
+
+    def start(self, spec: SandboxSpec) -> SandboxProcess:
+        return BwrapProcess(spec, interactive=True, slot=self._slot())
+
+
+__all__ = ["BwrapProcess", "BwrapSandbox", "OutputCapture"]

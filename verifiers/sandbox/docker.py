@@ -1,0 +1,633 @@
+"""The Docker backend (DESIGN.md §5, security.md §7), through the Docker SDK for Python.
+
+One fresh container per run, always removed. Its own main process is only a keeper
+(``sleep infinity`` under ``--init``, uid 65533); everything of the run is a ``docker exec``
+as uid 65534 into it:
+
+1. copy-in: ``tar -x`` reading a tar we build ourselves (regular files and folders only,
+   owned by 65534) from the exec's stdin, into the size-capped tmpfs work dir;
+2. the command, with stdin/stdout/stderr on the exec's attach socket (8-byte frame headers
+   demultiplexed here);
+3. after the command exits: ``kill -9 -1`` as 65534 until nothing of that uid is left (the
+   keeper runs as another uid, so it survives and the tmpfs stays mounted);
+4. collect: ``tar -c --no-recursion`` of the requested paths; the tar is walked here and
+   only regular files are accepted (symlinks and anything else → ``refused``).
+
+Why not ``put_archive``/``get_archive``: with a read-only root the daemon refuses to
+extract ("container rootfs is marked read-only"), and on Docker 20.10 the archive API does
+not see tmpfs mounts at all (checked on this machine); the tmpfs is gone once the container
+stops, so files must be read while it runs, after the command's processes are dead.
+
+Memory: ``mem_limit = memswap_limit``; the kernel OOM-kills inside the container cgroup.
+``State.OOMKilled`` only reflects the keeper, so the cgroup's ``oom_kill`` counter is read
+(v1 ``memory.oom_control`` or v2 ``memory.events``); where the cgroup is not readable (a
+remote engine) an exit by SIGKILL that we did not send is reported as memory with a note.
+
+The image's own ``ENV`` stays (it belongs to the trusted image); on top come only the
+explicit variables (PATH, HOME, LANG, PYTHONDONTWRITEBYTECODE, spec.env), never ours.
+Images need ``sleep``, ``sh`` and ``tar`` (every Debian/Alpine-based image has them).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+import select
+import socket
+import stat
+import struct
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+from verifiers.sandbox.base import (
+    CODE_LIMITS,
+    Limits,
+    Sandbox,
+    SandboxProcess,
+    SandboxResult,
+    SandboxSpec,
+    SandboxUnavailable,
+)
+from verifiers.sandbox.bwrap import (
+    KILL_GRACE,
+    OUTPUT_KILL_FACTOR,
+    PATH_VALUE,
+    OutputCapture,
+    looks_like_alloc_failure,
+)
+
+SANDBOX_UID = 65534
+KEEPER_UID = 65533  # the keeper must not be killable by the run's `kill -9 -1`
+LABEL = "securebench.sandbox"
+DEFAULT_LOCAL_IMAGE = "securebench-local/python:3.11"
+EXIT_SIGKILL = 128 + 9
+_RUN_THEN_KILL = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+# `kill -9 -1` as 65534 until no process of 65534 but this shell is left. `kill -0 -1` cannot
+# be the test: kill(-1) also returns 0 when the only others are processes it may not signal.
+_KILL_ALL = r"""
+me=$$; n=0
+while :; do
+  kill -9 -1 2>/dev/null; left=
+  for d in /proc/[0-9]*; do
+    [ "${d#/proc/}" = "$me" ] && continue
+    u=$(sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' "$d/status" 2>/dev/null)
+    [ "$u" = 65534 ] && left=1
+  done
+  [ -z "$left" ] && exit 0
+  n=$((n+1)); [ "$n" -gt 500 ] && exit 1
+  sleep 0.01
+done
+"""
+
+
+def _docker_module() -> Any:
+    try:
+        import docker  # noqa: PLC0415 - optional dependency, imported only when used
+    except ImportError as exc:
+        raise SandboxUnavailable("the `docker` Python package is not installed") from exc
+    return docker
+
+
+def docker_client(timeout: float = 30.0) -> Any:
+    """A client for the engine from the environment; SandboxUnavailable if unreachable."""
+    docker = _docker_module()
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
+        raise SandboxUnavailable(f"Docker engine unreachable: {exc}") from exc
+    return client
+
+
+def _image_present(client: Any, name: str) -> bool:
+    try:
+        client.images.get(name)
+    except Exception:  # noqa: BLE001 - ImageNotFound or API error: not usable here
+        return False
+    return True
+
+
+def resolve_image(client: Any, image: str | None) -> tuple[str, list[str]]:
+    """Alias → the image itself → SECUREBENCH_DEFAULT_IMAGE; never pulls."""
+    try:
+        aliases = json.loads(os.environ.get("SECUREBENCH_IMAGE_ALIASES") or "{}")
+    except ValueError as exc:
+        raise SandboxUnavailable(f"SECUREBENCH_IMAGE_ALIASES is not JSON: {exc}") from exc
+    default = os.environ.get("SECUREBENCH_DEFAULT_IMAGE")
+    candidates: list[str] = []
+    if image and isinstance(aliases, dict) and isinstance(aliases.get(image), str):
+        candidates.append(aliases[image])
+    if image:
+        candidates.append(image)
+    if default:
+        candidates.append(default)
+    for name in candidates:
+        if _image_present(client, name):
+            notes = [] if name == image else [f"pack image {image} mapped to local image {name}"]
+            return name, notes
+    raise SandboxUnavailable(
+        f"image {image} is not available locally and no registry is reachable; "
+        "set SECUREBENCH_IMAGE_ALIASES or SECUREBENCH_DEFAULT_IMAGE"
+    )
+
+
+def _cpus(limits: Limits) -> float:
+    # security.md §7: 1 CPU for the code profile, 2 above it (Limits has no cpu count field).
+    return 1.0 if limits.memory_bytes <= CODE_LIMITS.memory_bytes else 2.0
+
+
+def _tmpfs_opts(size: int, *, owner: int | None, mode: str) -> str:
+    inodes = max(4096, size // 2048)  # bounds "millions of empty files" (A26)
+    # Docker makes tmpfs noexec by default; a workspace's own scripts (./run.sh) must run,
+    # as they would on bwrap. nosuid keeps set-id bits inert.
+    opts = f"rw,exec,nosuid,nodev,size={size},nr_inodes={inodes},mode={mode}"
+    return opts + (f",uid={owner},gid={owner}" if owner is not None else "")
+
+
+def _work_tar(root: Path, notes: list[str]) -> tempfile.SpooledTemporaryFile[bytes]:
+    """A tar of regular files and folders under root (links skipped), owned by 65534."""
+    spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(16 << 20)  # noqa: SIM115
+    with tarfile.open(fileobj=spool, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames.sort()
+            for name in sorted(dirnames) + sorted(filenames):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root)
+                info = os.lstat(full)
+                member = tarfile.TarInfo(rel)
+                member.uid = member.gid = SANDBOX_UID
+                member.mode = stat.S_IMODE(info.st_mode) & 0o755 | 0o600
+                member.mtime = int(info.st_mtime)
+                if stat.S_ISDIR(info.st_mode):
+                    member.type = tarfile.DIRTYPE
+                    member.mode |= 0o700
+                    tar.addfile(member)
+                elif stat.S_ISREG(info.st_mode):
+                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    with os.fdopen(fd, "rb") as fh:
+                        member.size = os.fstat(fh.fileno()).st_size
+                        tar.addfile(member, fh)
+                else:
+                    notes.append(f"work_files: skipped {rel} (not a regular file or folder)")
+    spool.seek(0)
+    return spool
+
+
+class _Exec:
+    """One ``docker exec`` with its attach socket; frames are demultiplexed by ``pump``."""
+
+    def __init__(self, api: Any, container_id: str, cmd: list[str], **kwargs: Any) -> None:
+        self.api = api
+        self.id = api.exec_create(
+            container_id, cmd, stdin=True, stdout=True, stderr=True, tty=False, **kwargs
+        )["Id"]
+        handle = api.exec_start(self.id, socket=True)
+        self._handle = handle
+        self.sock: socket.socket = getattr(handle, "_sock", handle)
+
+    def send(self, data: bytes | BinaryIO) -> None:
+        try:
+            if isinstance(data, bytes | bytearray):
+                self.sock.sendall(data)
+            else:
+                while chunk := data.read(1 << 20):
+                    self.sock.sendall(chunk)
+        except OSError:
+            pass  # the process stopped reading; like a broken pipe
+        self.close_stdin()
+
+    def close_stdin(self) -> None:
+        # Half-close: the daemon then closes the process's stdin.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def pump(self, on_stdout: Any, on_stderr: Any) -> None:
+        """Read frames until EOF: ``[stream, 0, 0, 0, size:u32be] payload``."""
+        reader = self.sock.makefile("rb")
+        try:
+            while header := reader.read(8):
+                if len(header) < 8:
+                    break
+                kind, size = header[0], struct.unpack(">I", header[4:])[0]
+                payload = reader.read(size)
+                (on_stderr if kind == 2 else on_stdout)(payload)
+        except OSError:
+            pass
+        finally:
+            reader.close()
+
+    def exit_code(self, timeout: float = 5.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.api.exec_inspect(self.id)
+            if not info.get("Running") or time.monotonic() > deadline:
+                return info.get("ExitCode")
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        for thing in (self.sock, self._handle):
+            with contextlib.suppress(OSError):
+                thing.close()
+
+
+class _SocketWriter(io.RawIOBase):
+    """stdin of a started sandbox: write/flush like a pipe, close = EOF for the process."""
+
+    def __init__(self, ex: _Exec) -> None:
+        self._ex = ex
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._ex.sock.sendall(bytes(data))
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._ex.close_stdin()
+        super().close()
+
+
+def _oom_kills(container_id: str) -> int | None:
+    """The container cgroup's oom_kill counter (v1 or v2, cgroupfs or systemd driver)."""
+    candidates = (
+        f"/sys/fs/cgroup/memory/docker/{container_id}/memory.oom_control",
+        f"/sys/fs/cgroup/memory/system.slice/docker-{container_id}.scope/memory.oom_control",
+        f"/sys/fs/cgroup/docker/{container_id}/memory.events",
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.events",
+    )
+    for path in candidates:
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+class DockerProcess(SandboxProcess):
+    def __init__(
+        self,
+        client: Any,
+        spec: SandboxSpec,
+        *,
+        interactive: bool,
+        labels: dict[str, str] | None = None,
+    ) -> None:
+        self.client = client
+        self._labels = {**(labels or {}), LABEL: "1"}
+        self.api = client.api
+        self.spec = spec
+        self.limits = spec.limits
+        self._notes: list[str] = []
+        self._lock = threading.Lock()
+        self._finished: SandboxResult | None = None
+        self._killed = threading.Event()
+        self._timed_out = False
+        self._output_exceeded = False
+        self._stdout_cap = OutputCapture(self.limits.output_bytes)
+        self._stderr_cap = OutputCapture(self.limits.output_bytes)
+        self._threads: list[threading.Thread] = []
+        self._container: Any = None
+        self._started = time.monotonic()
+        self.image, notes = resolve_image(client, spec.image)
+        self._notes += notes
+        try:
+            self._create()
+            self._copy_in()
+            self._exec_command(interactive)
+        except BaseException:
+            self._remove()
+            raise
+        self._watchdog = threading.Thread(target=self._watch, name="sb-docker-wd", daemon=True)
+        self._watchdog.start()
+
+    # -- setup
+
+    def _env(self) -> dict[str, str]:
+        return {
+            "PATH": PATH_VALUE,
+            "HOME": self.spec.workdir,
+            "LANG": "C.UTF-8",
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **self.spec.env,
+        }
+
+    def _create(self) -> None:
+        docker = _docker_module()
+        lim, spec = self.limits, self.spec
+        ulimits = [
+            docker.types.Ulimit(name=name, soft=value, hard=value)
+            for name, value in (
+                ("cpu", lim.cpu_seconds),
+                ("fsize", lim.file_size_bytes),
+                ("nofile", lim.open_files),
+                ("core", 0),
+                ("stack", lim.stack_bytes),
+            )
+        ]
+        binds = {
+            str(m.source): {"bind": m.target, "mode": "ro" if m.read_only else "rw"}
+            for m in spec.mounts
+        }
+        try:
+            self._container = self.client.containers.create(
+                self.image,
+                entrypoint=["sleep", "infinity"],
+                command=[],
+                user=f"{KEEPER_UID}:{KEEPER_UID}",
+                working_dir="/",
+                environment=self._env(),
+                network_mode="none",
+                cap_drop=["ALL"],
+                cap_add=[c.upper().removeprefix("CAP_") for c in spec.capabilities] or None,
+                security_opt=["no-new-privileges"],
+                read_only=True,
+                tmpfs={
+                    "/tmp": _tmpfs_opts(lim.tmp_bytes, owner=None, mode="1777"),  # noqa: S108
+                    spec.workdir: _tmpfs_opts(lim.work_bytes, owner=SANDBOX_UID, mode="0700"),
+                },
+                mem_limit=lim.memory_bytes,
+                memswap_limit=lim.memory_bytes,
+                pids_limit=lim.pids + 3,  # + docker-init, the keeper, our teardown exec
+                nano_cpus=int(_cpus(lim) * 1e9),
+                ulimits=ulimits,
+                init=True,
+                tty=False,
+                stdin_open=False,
+                hostname="sandbox",
+                volumes=binds or None,
+                labels=self._labels,
+                detach=True,
+            )
+            self._container.start()
+        except SandboxUnavailable:
+            raise
+        except Exception as exc:  # noqa: BLE001 - an engine/image fault is ours, not theirs
+            raise SandboxUnavailable(f"cannot start a container from {self.image}: {exc}") from exc
+
+    def _exec(self, cmd: list[str], **kwargs: Any) -> _Exec:
+        return _Exec(
+            self.api,
+            self._container.id,
+            cmd,
+            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+            environment=self._env(),
+            **kwargs,
+        )
+
+    def _run_exec(self, cmd: list[str], data: bytes | BinaryIO = b"", **kwargs: Any) -> tuple:
+        """Run a short trusted exec to completion; (exit code, stdout, stderr)."""
+        ex = self._exec(cmd, **kwargs)
+        out, err = bytearray(), bytearray()
+        sender = threading.Thread(target=ex.send, args=(data,), daemon=True)
+        sender.start()
+        ex.pump(out.extend, err.extend)
+        sender.join(KILL_GRACE)
+        code = ex.exit_code()
+        ex.close()
+        return code, bytes(out), bytes(err)
+
+    def _copy_in(self) -> None:
+        if self.spec.work_files is None:
+            return
+        with _work_tar(self.spec.work_files, self._notes) as archive:
+            code, _, err = self._run_exec(
+                ["tar", "-x", "-f", "-", "-C", self.spec.workdir], archive
+            )
+        if code != 0:
+            raise SandboxUnavailable(
+                f"sandbox copy-in failed: {err.decode(errors='replace').strip()}"
+            )
+
+    def _exec_command(self, interactive: bool) -> None:
+        try:
+            # A prompt `kill -9 -1` right after the command exits leaves a daemon no time to
+            # rewrite results; _collect() still verifies nothing is left before reading.
+            wrapped = ["sh", "-c", _RUN_THEN_KILL, "sh", *self.spec.command]
+            self._cmd = self._exec(wrapped, workdir=self.spec.workdir)
+        except Exception as exc:  # noqa: BLE001
+            raise SandboxUnavailable(f"cannot exec in the container: {exc}") from exc
+        self._stdout_pipe_w: int | None = None
+        if interactive:
+            read_fd, self._stdout_pipe_w = os.pipe()
+            os.set_blocking(self._stdout_pipe_w, False)  # so a kill can interrupt a full pipe
+            self.stdout = os.fdopen(read_fd, "rb")
+            self.stdin = io.BufferedWriter(_SocketWriter(self._cmd))  # type: ignore[assignment]
+            on_stdout = self._to_pipe
+        else:
+            on_stdout = self._capture(self._stdout_cap)
+            self._thread(self._cmd.send, self.spec.stdin)
+        self._thread(self._pump, on_stdout)
+        self._pump_thread = self._threads[-1]
+
+    def _thread(self, target: Any, *args: Any) -> None:
+        thread = threading.Thread(target=target, args=args, daemon=True)
+        thread.start()
+        self._threads.append(thread)
+
+    def _pump(self, on_stdout: Any) -> None:
+        self._cmd.pump(on_stdout, self._capture(self._stderr_cap))
+        if self._stdout_pipe_w is not None:
+            os.close(self._stdout_pipe_w)
+            self._stdout_pipe_w = None
+
+    def _to_pipe(self, data: bytes) -> None:
+        """Behave like a pipe: block while the caller is not reading, until a kill."""
+        fd = self._stdout_pipe_w
+        view = memoryview(data)
+        while view and fd is not None:
+            try:
+                view = view[os.write(fd, view) :]
+            except BlockingIOError:
+                if self._killed.is_set():
+                    return
+                select.select([], [fd], [], 0.05)
+            except OSError:
+                return  # the caller closed its end
+
+    def _capture(self, cap: OutputCapture) -> Any:
+        limit = cap.cap * OUTPUT_KILL_FACTOR
+
+        def feed(data: bytes) -> None:
+            if cap.feed(data) > limit and not self._killed.is_set():
+                self._output_exceeded = True
+                self._kill()
+
+        return feed
+
+    # -- watching and killing
+
+    def _watch(self) -> None:
+        deadline = self._started + self.limits.wall_seconds
+        while self._pump_thread.is_alive() and not self._killed.is_set():
+            if time.monotonic() >= deadline:
+                self._timed_out = True
+                self._kill()
+                return
+            self._killed.wait(0.05)
+
+    def _kill(self) -> None:
+        self._killed.set()
+        with contextlib.suppress(Exception):  # already dead is fine
+            self._container.kill()
+
+    def kill(self) -> None:
+        self._notes.append("killed by the caller")
+        self._kill()
+
+    # -- finishing
+
+    def finish(self, timeout: float | None = None) -> SandboxResult:
+        with self._lock:
+            if self._finished is None:
+                try:
+                    self._finished = self._finish(timeout)
+                finally:
+                    self._remove()
+            return self._finished
+
+    def _finish(self, timeout: float | None) -> SandboxResult:
+        pump = self._pump_thread
+        wall_left = self._started + self.limits.wall_seconds - time.monotonic()
+        wait_for = wall_left + KILL_GRACE if timeout is None else min(timeout, wall_left)
+        pump.join(max(wait_for, 0.0))
+        if pump.is_alive():
+            if timeout is not None and timeout < wall_left:
+                self._notes.append(f"killed by finish(timeout={timeout})")
+            else:
+                self._timed_out = True
+            self._kill()
+            pump.join(KILL_GRACE)
+        killed = self._killed.is_set()
+        exit_code = None if killed else self._cmd.exit_code()
+        self._cmd.close()
+        oom = self._oom_happened(exit_code, killed)
+        collected: dict[str, bytes] = {}
+        refused: list[str] = []
+        if self.spec.collect and not killed:
+            collected, refused = self._collect()
+        for thread in self._threads:
+            thread.join(KILL_GRACE)
+        stderr = self._stderr_cap.value()
+        if not oom and looks_like_alloc_failure(exit_code, stderr):
+            oom = True
+            self._notes.append("memory_exceeded inferred from an allocation failure on stderr")
+        for name, cap in (("stdout", self._stdout_cap), ("stderr", self._stderr_cap)):
+            if cap.truncated:
+                self._notes.append(f"{name} truncated: kept {cap.cap} of {cap.total} bytes")
+        return SandboxResult(
+            exit_code=None if oom and exit_code == EXIT_SIGKILL else exit_code,
+            stdout=self._stdout_cap.value(),
+            stderr=stderr,
+            duration_seconds=time.monotonic() - self._started,
+            backend="docker",
+            image=self.image,
+            timed_out=self._timed_out,
+            memory_exceeded=oom,
+            output_exceeded=self._output_exceeded,
+            collected=collected,
+            refused=tuple(refused),
+            notes=tuple(self._notes),
+        )
+
+    def _oom_happened(self, exit_code: int | None, killed: bool) -> bool:
+        try:
+            self._container.reload()
+            if self._container.attrs["State"].get("OOMKilled"):
+                return True
+        except Exception:  # noqa: BLE001, S110 - removed already: fall through
+            pass
+        kills = _oom_kills(self._container.id)
+        if kills is not None:
+            return kills > 0
+        if exit_code == EXIT_SIGKILL and not killed:
+            self._notes.append("memory_exceeded inferred from SIGKILL (cgroup not readable)")
+            return True
+        return False
+
+    def _collect(self) -> tuple[dict[str, bytes], list[str]]:
+        """Kill what is left of the run, then tar the paths out and accept regular files."""
+        code, _, _ = self._run_exec(["sh", "-c", _KILL_ALL])
+        if code != 0:
+            self._notes.append("collection skipped: the run's processes could not be stopped")
+            return {}, []
+        refused = [p for p in self.spec.collect if not _safe_relpath(p)]
+        paths = [p for p in self.spec.collect if _safe_relpath(p)]
+        if not paths:
+            return {}, refused
+        ex = self._exec(
+            ["tar", "-c", "-f", "-", "--no-recursion", "--ignore-failed-read", "--", *paths],
+            workdir=self.spec.workdir,
+        )
+        ex.close_stdin()
+        spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(16 << 20)  # noqa: SIM115
+        budget = [len(paths) * (self.limits.file_size_bytes + 8192) + 65536]
+
+        def keep(data: bytes) -> None:
+            if budget[0] > 0:
+                spool.write(data[: budget[0]])
+                budget[0] -= len(data)
+
+        ex.pump(keep, lambda _data: None)
+        ex.close()
+        spool.seek(0)
+        collected: dict[str, bytes] = {}
+        wanted = set(paths)
+        try:
+            with tarfile.open(fileobj=spool, mode="r:") as tar:
+                for member in tar:
+                    name = member.name.removeprefix("./")
+                    if name not in wanted or name in collected or name in refused:
+                        continue
+                    if not member.isreg():
+                        refused.append(name)
+                        continue
+                    fh = tar.extractfile(member)
+                    collected[name] = fh.read(self.limits.output_bytes) if fh else b""
+        except tarfile.TarError as exc:
+            self._notes.append(f"collection incomplete: {exc}")
+        finally:
+            spool.close()
+        return collected, refused
+
+    def _remove(self) -> None:
+        if self._container is None:
+            return
+        self._killed.set()  # a pump blocked on the caller's stdout pipe gives up
+        try:
+            self._container.remove(force=True)
+        except Exception as exc:  # noqa: BLE001
+            self._notes.append(f"container removal failed: {exc}")
+
+
+def _safe_relpath(rel: str) -> bool:
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+
+
+class DockerSandbox(Sandbox):
+    name = "docker"
+
+    def __init__(self, client: Any | None = None, *, labels: dict[str, str] | None = None) -> None:
+        self.client = client if client is not None else docker_client()
+        self.labels = dict(labels or {})  # extra container labels (e.g. a run id for cleanup)
+
+    def run(self, spec: SandboxSpec) -> SandboxResult:
+        return DockerProcess(self.client, spec, interactive=False, labels=self.labels).finish()
+
+    def start(self, spec: SandboxSpec) -> SandboxProcess:
+        return DockerProcess(self.client, spec, interactive=True, labels=self.labels)
+
+
+__all__ = ["DockerProcess", "DockerSandbox", "docker_client", "resolve_image"]

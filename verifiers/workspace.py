@@ -1,0 +1,248 @@
+"""Materialising untrusted workspaces and trusted task files into host scratch folders.
+
+Everything lands in a folder we just created (``tempfile``), so no symlink can pre-exist;
+files are created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and only the executable bit of a
+candidate's mode is kept. Paths must be safe relative posix paths.
+"""
+
+from __future__ import annotations
+
+import hmac
+import importlib.util
+import json
+import os
+import secrets
+import shutil
+import stat
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+from verifiers.sandbox.base import Mount, SandboxResult
+from verifiers.task import TaskFile, TaskLanes, WorkspaceFile
+from verifiers.verdict import Reason, cap_text, scrub, secret_strings
+
+MAX_WORKSPACE_FILES = 20_000
+MAX_WORKSPACE_BYTES = 1024 * 1024 * 1024
+
+
+class UnsafeWorkspace(ValueError):
+    """A candidate workspace we refuse to materialise (→ failed, invalid_candidate)."""
+
+
+def unsafe_relative_path(path: Any) -> str | None:
+    """Why ``path`` is not a safe relative posix path (None when it is)."""
+    if not isinstance(path, str) or not path:
+        return "empty or non-string path"
+    if path.startswith("/"):
+        return f"absolute path {path!r}"
+    if "\\" in path or "\0" in path or any(ord(char) < 32 for char in path):
+        return f"backslash or control character in {path!r}"
+    parts = path.split("/")
+    if any(part in ("", ".", "..") for part in parts):
+        return f"path {path!r} escapes the workspace"
+    return None
+
+
+def _write(root: Path, relative: str, content: bytes, mode: int) -> None:
+    target = root.joinpath(*relative.split("/"))
+    parent = target.parent
+    current = root
+    for part in parent.relative_to(root).parts:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            raise UnsafeWorkspace(f"{relative}: {current.relative_to(root)} is not a folder")
+        current.mkdir(exist_ok=True)
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+    try:
+        fd = os.open(target, flags, mode)
+    except FileExistsError as exc:
+        raise UnsafeWorkspace(f"{relative}: given twice or clashes with a folder") from exc
+    with os.fdopen(fd, "wb") as handle:
+        handle.write(content)
+    os.chmod(target, mode)
+
+
+def write_candidate_workspace(root: Path, files: Mapping[str, WorkspaceFile]) -> list[str]:
+    """Write a candidate's files under ``root``; returns the sorted relative paths."""
+    if len(files) > MAX_WORKSPACE_FILES:
+        raise UnsafeWorkspace(f"workspace has more than {MAX_WORKSPACE_FILES} files")
+    total = sum(len(item.content) for item in files.values())
+    if total > MAX_WORKSPACE_BYTES:
+        raise UnsafeWorkspace(f"workspace is larger than {MAX_WORKSPACE_BYTES} bytes")
+    for path in files:
+        if reason := unsafe_relative_path(path):
+            raise UnsafeWorkspace(reason)
+    # Files before folders would clash later; sorting makes "a" come before "a/b".
+    for path in sorted(files):
+        item = files[path]
+        mode = 0o755 if item.mode & 0o111 else 0o644
+        _write(root, path, item.content, mode)
+    return sorted(files)
+
+
+def copy_trusted_file(source: Path, target: Path) -> None:
+    """Copy one trusted pack file (regular files only) to a fresh location."""
+    info = os.lstat(source)
+    if not stat.S_ISREG(info.st_mode):
+        raise ValueError(f"trusted file {source} is not a regular file")
+    target.parent.mkdir(parents=True, exist_ok=True)
+    if target.is_symlink():
+        target.unlink()
+    shutil.copyfile(source, target, follow_symlinks=False)
+    os.chmod(target, 0o755 if info.st_mode & 0o111 else 0o644)
+
+
+def layout_task_files(
+    root: Path, files: Iterable[TaskFile], prefix: str = "", mount: str | None = None
+) -> list[str]:
+    """Copy task files whose path is ``prefix`` or below it to ``root/<mount>/<rest>``."""
+    placed: list[str] = []
+    prefix = prefix.strip("/")
+    target_base = (mount if mount is not None else prefix).strip("/")
+    for item in files:
+        if unsafe_relative_path(item.path):
+            raise ValueError(f"unsafe task file path {item.path!r}")
+        if prefix and item.path != prefix and not item.path.startswith(prefix + "/"):
+            continue
+        rest = item.path[len(prefix) :].lstrip("/") if prefix else item.path
+        relative = "/".join(part for part in (target_base, rest) if part)
+        if not relative:
+            relative = item.path.rsplit("/", 1)[-1]
+        copy_trusted_file(item.source, root.joinpath(*relative.split("/")))
+        placed.append(relative)
+    return placed
+
+
+def layout_assets(root: Path, descriptors: Any, files: Iterable[TaskFile]) -> list[str]:
+    """Public assets at their mounts (default: their path) under ``root``."""
+    placed: list[str] = []
+    items = list(files)
+    for descriptor in descriptors if isinstance(descriptors, list) else []:
+        if not isinstance(descriptor, dict) or not isinstance(descriptor.get("path"), str):
+            continue
+        path = descriptor["path"].strip("/")
+        mount = descriptor.get("mount", path)
+        if not isinstance(mount, str) or unsafe_relative_path(mount.strip("/")):
+            raise ValueError(f"unsafe asset mount {mount!r}")
+        singles = [item for item in items if item.path == path]
+        if singles:  # a single file mounted at `mount`
+            copy_trusted_file(singles[0].source, root.joinpath(*mount.strip("/").split("/")))
+            placed.append(mount.strip("/"))
+            continue
+        placed += layout_task_files(root, items, prefix=path, mount=mount)
+    return placed
+
+
+def add_missing_files(source: Path, root: Path) -> None:
+    """Copy regular files from a trusted staging tree into ``root`` where ``root`` has none."""
+    for path in sorted(source.rglob("*")):
+        if path.is_symlink() or not path.is_file():
+            continue
+        target = root.joinpath(*path.relative_to(source).parts)
+        if not (target.exists() or target.is_symlink()):
+            copy_trusted_file(path, target)
+
+
+def read_only_asset_mounts(descriptors: Any) -> list[str]:
+    """Mount paths of assets declared read_only: true (restored over the workspace)."""
+    mounts: list[str] = []
+    for descriptor in descriptors if isinstance(descriptors, list) else []:
+        if isinstance(descriptor, dict) and descriptor.get("read_only") is True:
+            mount = descriptor.get("mount", descriptor.get("path"))
+            if isinstance(mount, str) and not unsafe_relative_path(mount.strip("/")):
+                mounts.append(mount.strip("/"))
+    return mounts
+
+
+def remove_path(root: Path, relative: str) -> None:
+    """Remove a file or folder under ``root`` without following symlinks."""
+    target = root.joinpath(*relative.split("/"))
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        shutil.rmtree(target)
+
+
+# --- trusted runner plumbing (shared by repo_patch and terminal_task) -----------------------
+
+RUNNER_DIR = "/opt/securebench/runner"
+PYLIB_DIR = "/opt/securebench/pylib"
+FRAME_PREFIX = b"SECUREBENCH-FRAME "
+_RUNNER_FILES = ("repo_runner.py", "terminal_runner.py")
+# Pure-Python packages that make up pytest; mounted read-only as a fallback for sandboxes
+# whose interpreter has no pytest of its own (bwrap runs the host's /usr/bin/python3).
+_PYTEST_MODULES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py")
+
+
+def runner_mounts() -> tuple[Mount, ...]:
+    here = Path(__file__).resolve().parent / "families"
+    return tuple(Mount(here / name, f"{RUNNER_DIR}/{name}") for name in _RUNNER_FILES)
+
+
+def pylib_mounts() -> tuple[Mount, ...]:
+    mounts: list[Mount] = []
+    for name in _PYTEST_MODULES:
+        spec = importlib.util.find_spec(name)
+        if spec is None or spec.origin is None:
+            continue
+        origin = Path(spec.origin)
+        source = origin.parent if origin.name == "__init__.py" else origin
+        mounts.append(Mount(source, f"{PYLIB_DIR}/{source.name}"))
+    return tuple(mounts)
+
+
+def new_nonce() -> str:
+    return secrets.token_hex(16)
+
+
+def read_frame(stdout: bytes, nonce: str) -> tuple[dict[str, Any] | None, str | None]:
+    """The runner's one frame, or why there is none (stdout must hold nothing else)."""
+    lines = [line for line in stdout.split(b"\n") if line.strip()]
+    if not lines:
+        return None, "missing"
+    if len(lines) != 1 or not lines[0].startswith(FRAME_PREFIX):
+        return None, "forged"
+    try:
+        frame = json.loads(lines[0][len(FRAME_PREFIX) :].decode("utf-8"))
+    except (UnicodeDecodeError, ValueError):
+        return None, "forged"
+    if not isinstance(frame, dict) or not hmac.compare_digest(str(frame.get("nonce", "")), nonce):
+        return None, "forged"
+    return frame, None
+
+
+def limit_reason(result: SandboxResult) -> str | None:
+    """The failure reason of a run that hit a sandbox limit (None if none was hit)."""
+    if result.timed_out:
+        return Reason.TIMEOUT
+    if result.memory_exceeded:
+        return Reason.MEMORY_LIMIT
+    if result.output_exceeded:
+        return Reason.OUTPUT_LIMIT
+    return None
+
+
+MIN_EVAL_SECRET_LENGTH = 12
+
+
+def log_secrets(task: TaskLanes) -> list[str]:
+    """What to scrub from stored logs: every hidden string, and the longer evaluation-input
+    strings (short ones such as "pytest" or "tests" would mangle every log line; the
+    verifier sandbox, where these logs come from, may see evaluation inputs anyway)."""
+    hidden = secret_strings(task.hidden.values())
+    inputs = secret_strings(task.evaluation_inputs.values())
+    long_inputs = [text for text in inputs if len(text) >= MIN_EVAL_SECRET_LENGTH]
+    return sorted({*hidden, *long_inputs}, key=len, reverse=True)
+
+
+def sandbox_fields(result: SandboxResult, secrets_: Iterable[str] = ()) -> dict[str, Any]:
+    """Verdict keyword arguments describing the run (capped, scrubbed output)."""
+    secret_list = list(secrets_)
+    return {
+        "stdout": scrub(cap_text(result.stdout.decode("utf-8", "replace"), 64_000), secret_list),
+        "stderr": scrub(cap_text(result.stderr.decode("utf-8", "replace"), 64_000), secret_list),
+        "duration_seconds": result.duration_seconds,
+        "sandbox_backend": result.backend,
+        "sandbox_image": result.image,
+    }
