@@ -39,6 +39,7 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from verifiers.sandbox.docker import ImageWorkdirSpec
 from verifiers.task import Candidate, TaskLanes
 from verifiers.verdict import (
     ERROR,
@@ -124,7 +125,9 @@ SPEC = FamilySpec(
 # --- verification ----------------------------------------------------------------------------
 
 WORKSPACE_ROOT = "/workspace"  # where public assets land (spec §5.5)
-IMAGE_REPO_COPY = "/securebench-work"  # writable copy of a repository baked into the image
+# HOME for the runner and the test command: never the repository, where a candidate's
+# patch could plant .profile/.bashrc for a `bash -lc` test command.
+SANDBOX_HOME = "/tmp"  # noqa: S108 - the sandbox's own private tmpfs
 DEFAULT_TIMEOUT = 300.0
 SETUP_GRACE = 60.0  # copying, git and patching before the tests start
 RUNNER = f"{RUNNER_DIR}/repo_runner.py"
@@ -151,7 +154,9 @@ class RepoPlan:
     workdir: str  # the sandbox's writable folder
     repo_dir: str  # the repository inside it
     test_cwd: str
-    copy_from: str | None  # image path to copy from (docker), None when assets bring it
+    # Docker: the work dir IS environment.workdir, seeded from the image's own folder there
+    # (the repository stays at the path the image's installs point to); False for assets.
+    from_image: bool
     work_files: Path | None
     # bwrap runs the host's python3, which may lack pytest: the worker's own pytest is
     # mounted read-only and appended to the test command's import path (bwrap only).
@@ -204,15 +209,12 @@ def plan_repository(
         placed = layout_assets(scratch, task.public.get("assets"), assets)
         if any(_below(path, inside) is not None or inside == "" for path in placed):
             test_env = (("PYTHONPATH", PYLIB_DIR),) if backend == "bwrap" else ()
-            return RepoPlan(WORKSPACE_ROOT, repo_dir, repo_dir, None, scratch, test_env)
+            return RepoPlan(WORKSPACE_ROOT, repo_dir, repo_dir, False, scratch, test_env)
     if backend != "docker":
         raise SandboxUnavailable(
             "the repository is baked into the task's image; verifying it needs Docker"
         )
-    copy_repo = f"{IMAGE_REPO_COPY}/repo"
-    relative = _below(repo_dir, image_repo)
-    test_cwd = copy_repo if not relative else f"{copy_repo}/{relative}"
-    return RepoPlan(IMAGE_REPO_COPY, copy_repo, test_cwd, image_repo, None)
+    return RepoPlan(image_repo, image_repo, repo_dir, True, None)
 
 
 def runner_config(
@@ -231,7 +233,6 @@ def runner_config(
     return {
         "nonce": nonce,
         "repo_dir": plan.repo_dir,
-        "copy_from": plan.copy_from,
         "test_cwd": plan.test_cwd,
         "base_commit": str(task.public.get("base_commit", "")),
         "setup_patch": inline_patch(tests.get("setup_patch")),
@@ -274,12 +275,14 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
         except SandboxUnavailable as exc:
             return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
         config = runner_config(task, tests, plan, decision, policy, nonce)
-        spec = SandboxSpec(
+        spec_type = ImageWorkdirSpec if plan.from_image else SandboxSpec
+        spec = spec_type(
             command=["python3", "-I", RUNNER],
             image=task.environment.get("image"),
             workdir=plan.workdir,
             work_files=plan.work_files,
             mounts=runner_mounts() + (pylib_mounts() if plan.test_env else ()),
+            env={"HOME": SANDBOX_HOME},
             limits=REPO_LIMITS.with_wall(min(wall, MAX_WALL_SECONDS)),
             stdin=json.dumps(config).encode("utf-8"),
         )

@@ -1,11 +1,11 @@
 """Trusted in-sandbox driver for repo_patch (stdlib + git only; mounted read-only).
 
 Runs as ``python3 -I /opt/securebench/runner/repo_runner.py`` inside ONE fresh sandbox with
-its configuration as JSON on stdin. Phases: copy the repository (from the image) if asked,
-check HEAD == base_commit (when it is a git repository; otherwise ``git init``), setup patch,
-baseline commit, candidate patch (``git apply``, never ``--unsafe-paths``), list what really
-changed, restore test files from the baseline, test patch, then the test command as an
-argument list.
+its configuration as JSON on stdin; the repository is already in place (public assets, or
+the image's own folder copied into the work dir). Phases: check HEAD == base_commit (when
+it is a git repository; otherwise ``git init``), setup patch, baseline commit, candidate
+patch (``git apply``, never ``--unsafe-paths``), list what really changed, restore test
+files from the baseline, test patch, then the test command as an argument list.
 
 The host must be able to trust what this script reports although candidate code runs in
 the same sandbox (inside the test command). So:
@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -322,28 +321,14 @@ def restore_from_baseline(repo: str, paths: list[str]) -> list[str]:
     return restored
 
 
-def copy_repo(source: str, target: str) -> None:
-    if not os.path.isdir(source):
-        raise PhaseFailed("repository", f"no repository at {source} in the image")
-    os.makedirs(target, exist_ok=True)
-    for name in os.listdir(source):
-        origin = os.path.join(source, name)
-        dest = os.path.join(target, name)
-        if os.path.isdir(origin) and not os.path.islink(origin):
-            shutil.copytree(origin, dest, symlinks=True)
-        else:
-            shutil.copy2(origin, dest, follow_symlinks=False)
-
-
 # --- phases ----------------------------------------------------------------------------------
 
 
 def prepare(config: dict[str, Any]) -> dict[str, Any]:
     repo = config["repo_dir"]
     info: dict[str, Any] = {}
-    if config.get("copy_from"):
-        copy_repo(config["copy_from"], repo)
-    if not os.path.isdir(repo):
+    # An empty folder: the image had nothing at its workdir (the sandbox made the folder).
+    if not os.path.isdir(repo) or not os.listdir(repo):
         raise PhaseFailed("repository", f"no repository at {repo}")
     if is_git_repo(repo):
         info.update(check_base_commit(repo, config["base_commit"]))

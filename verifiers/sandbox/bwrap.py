@@ -235,6 +235,10 @@ for rel in cfg["collect"]:
         parts = safe_parts(rel)
         fd = os.dup(work)
         for part in parts[:-1]:
+            # O_NOFOLLOW|O_DIRECTORY on a symlink gives ENOTDIR, not ELOOP: check first so a
+            # linked folder is refused (tampering), not reported missing.
+            if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
+                raise ValueError("symlink in path")
             nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = nxt

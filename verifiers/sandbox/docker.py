@@ -5,7 +5,9 @@ One fresh container per run, always removed. Its own main process is only a keep
 as uid 65534 into it:
 
 1. copy-in: ``tar -x`` reading a tar we build ourselves (regular files and folders only,
-   owned by 65534) from the exec's stdin, into the size-capped tmpfs work dir;
+   owned by 65534) from the exec's stdin, into the size-capped tmpfs work dir; with an
+   ``ImageWorkdirSpec`` first the image's own folder at the work dir (read with the archive
+   API from the created container before it starts, i.e. before the tmpfs hides it);
 2. the command, with stdin/stdout/stderr on the exec's attach socket (8-byte frame headers
    demultiplexed here);
 3. after the command exits: ``kill -9 -1`` as 65534 until nothing of that uid is left (the
@@ -42,6 +44,7 @@ import tarfile
 import tempfile
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, BinaryIO
 
@@ -70,6 +73,20 @@ EXIT_SIGKILL = 128 + 9
 _RUN_THEN_KILL = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 # `kill -9 -1` as 65534 until no process of 65534 but this shell is left. `kill -0 -1` cannot
 # be the test: kill(-1) also returns 0 when the only others are processes it may not signal.
+# Prints each argument path that has a symlink anywhere along it (parents or the leaf).
+_LINKED_PATHS = r"""
+for p do
+  cur=
+  rest=$p
+  while [ -n "$rest" ]; do
+    part=${rest%%/*}
+    [ "$part" = "$rest" ] && rest= || rest=${rest#*/}
+    cur=${cur:+$cur/}$part
+    if [ -L "$cur" ]; then echo "$p"; break; fi
+  done
+done
+"""
+
 _KILL_ALL = r"""
 me=$$; n=0
 while :; do
@@ -84,6 +101,20 @@ while :; do
   sleep 0.01
 done
 """
+
+
+@dataclass(frozen=True)
+class ImageWorkdirSpec(SandboxSpec):
+    """A run whose work dir starts as a copy of the image's own folder at ``workdir``.
+
+    For repositories baked into a task's image (SWE-bench: ``/testbed``): the size-capped
+    tmpfs work dir hides that folder, so its content is read from the created (not yet
+    started) container and extracted into the tmpfs as uid 65534 before anything runs.
+    The repository thus stays at the path the image's installs point to (editable
+    installs, ``.pth`` files), and the image itself is never modified.
+    """
+
+    workdir_from_image: bool = True
 
 
 def _docker_module() -> Any:
@@ -299,6 +330,7 @@ class DockerProcess(SandboxProcess):
         self._stderr_cap = OutputCapture(self.limits.output_bytes)
         self._threads: list[threading.Thread] = []
         self._container: Any = None
+        self._image_files: tempfile.SpooledTemporaryFile[bytes] | None = None
         self._started = time.monotonic()
         self.image, notes = resolve_image(client, spec.image)
         self._notes += notes
@@ -370,11 +402,33 @@ class DockerProcess(SandboxProcess):
                 labels=self._labels,
                 detach=True,
             )
+            self._image_files = self._read_image_workdir()
             self._container.start()
         except SandboxUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - an engine/image fault is ours, not theirs
             raise SandboxUnavailable(f"cannot start a container from {self.image}: {exc}") from exc
+
+    def _read_image_workdir(self) -> tempfile.SpooledTemporaryFile[bytes] | None:
+        """The image's own folder at workdir as a tar (None if not asked or not there)."""
+        if not getattr(self.spec, "workdir_from_image", False):
+            return None
+        docker = _docker_module()
+        try:
+            stream, _stat = self._container.get_archive(self.spec.workdir)
+        except docker.errors.NotFound:
+            self._notes.append(f"the image has nothing at {self.spec.workdir}")
+            return None
+        spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(16 << 20)  # noqa: SIM115
+        budget = self.limits.work_bytes * 2 + (1 << 20)  # tar headers; the tmpfs caps content
+        for chunk in stream:
+            budget -= len(chunk)
+            if budget < 0:
+                spool.close()
+                raise SandboxUnavailable(f"the image's {self.spec.workdir} is too large")
+            spool.write(chunk)
+        spool.seek(0)
+        return spool
 
     def _exec(self, cmd: list[str], **kwargs: Any) -> _Exec:
         return _Exec(
@@ -399,6 +453,18 @@ class DockerProcess(SandboxProcess):
         return code, bytes(out), bytes(err)
 
     def _copy_in(self) -> None:
+        if self._image_files is not None:
+            # The archive's one top entry is the folder itself: strip it.
+            with self._image_files as archive:
+                code, _, err = self._run_exec(
+                    ["tar", "-x", "-f", "-", "--strip-components=1", "-C", self.spec.workdir],
+                    archive,
+                )
+            if code != 0:
+                raise SandboxUnavailable(
+                    f"copying the image's {self.spec.workdir} failed: "
+                    + err.decode(errors="replace").strip()
+                )
         if self.spec.work_files is None:
             return
         with _work_tar(self.spec.work_files, self._notes) as archive:
@@ -462,7 +528,10 @@ class DockerProcess(SandboxProcess):
         def feed(data: bytes) -> None:
             if cap.feed(data) > limit and not self._killed.is_set():
                 self._output_exceeded = True
-                self._kill()
+                # Not on this (pump) thread: container.kill() can block for seconds while
+                # nobody drains the exec socket; keep reading and discarding meanwhile.
+                self._killed.set()
+                threading.Thread(target=self._kill, daemon=True).start()
 
         return feed
 
@@ -564,6 +633,14 @@ class DockerProcess(SandboxProcess):
             return {}, []
         refused = [p for p in self.spec.collect if not _safe_relpath(p)]
         paths = [p for p in self.spec.collect if _safe_relpath(p)]
+        # tar follows a symlinked folder on the way to a path; refuse any path with a link
+        # in it (every process of the run is dead, so nothing can swap one in afterwards).
+        _, out, _ = self._run_exec(
+            ["sh", "-c", _LINKED_PATHS, "sh", *paths], workdir=self.spec.workdir
+        )
+        linked = set(out.decode("utf-8", "replace").splitlines())
+        refused += [p for p in paths if p in linked]
+        paths = [p for p in paths if p not in linked]
         if not paths:
             return {}, refused
         ex = self._exec(
@@ -602,6 +679,8 @@ class DockerProcess(SandboxProcess):
         return collected, refused
 
     def _remove(self) -> None:
+        if self._image_files is not None:
+            self._image_files.close()
         if self._container is None:
             return
         self._killed.set()  # a pump blocked on the caller's stdout pipe gives up
@@ -630,4 +709,4 @@ class DockerSandbox(Sandbox):
         return DockerProcess(self.client, spec, interactive=True, labels=self.labels)
 
 
-__all__ = ["DockerProcess", "DockerSandbox", "docker_client", "resolve_image"]
+__all__ = ["DockerProcess", "DockerSandbox", "ImageWorkdirSpec", "docker_client", "resolve_image"]
