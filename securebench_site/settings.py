@@ -225,6 +225,14 @@ FILE_UPLOAD_TEMP_DIR = None
 DATA_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 DATA_UPLOAD_MAX_NUMBER_FILES = 10
 
+# --- Verifiers ---------------------------------------------------------------------------
+# Sandboxes are chosen by SECUREBENCH_SANDBOX (auto | docker | bwrap), images mapped by
+# SECUREBENCH_IMAGE_ALIASES / SECUREBENCH_DEFAULT_IMAGE; verifiers read those themselves.
+# Dangerous verifier commands a pack may ask for (only "chroot" exists); none by default.
+SECUREBENCH_ALLOWED_VERIFIER_COMMANDS = frozenset(
+    env_list("SECUREBENCH_ALLOWED_VERIFIER_COMMANDS", [])
+)
+
 # --- Celery ------------------------------------------------------------------------------
 # Embedded default: kombu's filesystem transport (no server to run). Production: Redis.
 BROKER_DIR = DATA_DIR / "broker"
