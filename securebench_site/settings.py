@@ -138,23 +138,24 @@ TEMPLATES = [
 # SQLite in WAL mode with a busy timeout is the embedded default, so the web server and the
 # worker can write at the same time; PostgreSQL comes in through DATABASE_URL.
 DATABASE_URL = env_str("DATABASE_URL")
+SQLITE_OPTIONS = {
+    "timeout": 20,
+    "transaction_mode": "IMMEDIATE",
+    "init_command": (
+        "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+        "PRAGMA busy_timeout=20000; PRAGMA foreign_keys=ON;"
+    ),
+}
 if DATABASE_URL:
     DATABASES = {"default": dj_database_url.parse(DATABASE_URL, conn_max_age=60)}
 else:
     DATABASES = {
-        "default": {
-            "ENGINE": "django.db.backends.sqlite3",
-            "NAME": DATA_DIR / "db.sqlite3",
-            "OPTIONS": {
-                "timeout": 20,
-                "transaction_mode": "IMMEDIATE",
-                "init_command": (
-                    "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
-                    "PRAGMA busy_timeout=20000; PRAGMA foreign_keys=ON;"
-                ),
-            },
-        }
+        "default": {"ENGINE": "django.db.backends.sqlite3", "NAME": DATA_DIR / "db.sqlite3"}
     }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # A worker given the web server's SQLite file by URL must behave the same way.
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+    DATABASES["default"]["OPTIONS"] = {**SQLITE_OPTIONS, **DATABASES["default"].get("OPTIONS", {})}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -235,23 +236,68 @@ SECUREBENCH_ALLOWED_VERIFIER_COMMANDS = frozenset(
 
 # --- Celery ------------------------------------------------------------------------------
 # Embedded default: kombu's filesystem transport (no server to run). Production: Redis.
+# Job state lives in our tables (runs.models.TaskResult); the broker only carries ids, so a
+# lost message or a dead worker costs a lease expiry, never a result (DESIGN.md §4).
 BROKER_DIR = DATA_DIR / "broker"
 CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
+# Longest a sandboxed verification may take before Celery's soft and hard limits stop it.
+SECUREBENCH_SANDBOX_TASK_SECONDS = env_int("SECUREBENCH_SANDBOX_TASK_SECONDS", 1800)
+# Redis re-delivers an unacknowledged message after this; it must exceed twice the longest
+# task so that a slow verification is never handed to a second worker (security.md §4).
+BROKER_VISIBILITY_TIMEOUT = max(3600, 2 * (SECUREBENCH_SANDBOX_TASK_SECONDS + 120))
 if CELERY_BROKER_URL.startswith("filesystem://"):
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(BROKER_DIR / "queue"),
         "data_folder_out": str(BROKER_DIR / "queue"),
         "processed_folder": str(BROKER_DIR / "processed"),
+        "control_folder": str(BROKER_DIR / "control"),
         "store_processed": False,
         "polling_interval": 0.05,
     }
 else:
-    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": BROKER_VISIBILITY_TIMEOUT}
+CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TIMEZONE = TIME_ZONE
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+# Fast text verdicts and sandboxed work travel on separate queues, so a long sandbox queue
+# never holds back multiple-choice scoring. A worker hoards nothing: prefetch 1.
+CELERY_TASK_DEFAULT_QUEUE = "text"
+CELERY_TASK_ROUTES = {
+    "runs.tasks.score_text_results": {"queue": "text"},
+    "runs.tasks.score_sandbox_result": {"queue": "sandbox"},
+    "runs.tasks.reap_leases": {"queue": "text"},
+}
+CELERY_WORKER_PREFETCH_MULTIPLIER = 1
+CELERY_TASK_ACKS_LATE = True
+# A killed pool child is acknowledged, not re-queued by the broker: the lease and the reaper
+# re-queue it, with the attempt counter that stops a poison submission looping forever.
+CELERY_TASK_REJECT_ON_WORKER_LOST = False
+CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("SECUREBENCH_WORKER_MAX_TASKS_PER_CHILD", 200)
+CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
+
+# --- Evaluation pipeline ------------------------------------------------------------------
+SECUREBENCH_EVALUATOR = "securebench@1"
+# A claimed result's lease; the worker renews it while verifying (heartbeat) so it can stay
+# short and a dead worker's results come back quickly.
+SECUREBENCH_LEASE_SECONDS = env_int("SECUREBENCH_LEASE_SECONDS", 60)
+SECUREBENCH_MAX_ATTEMPTS = env_int("SECUREBENCH_MAX_ATTEMPTS", 3)
+# The reaper runs this often; queued results whose message is older than the redispatch
+# age, in an evaluation that made no progress meanwhile, are sent again (lost messages).
+SECUREBENCH_REAPER_SECONDS = env_int("SECUREBENCH_REAPER_SECONDS", 30)
+SECUREBENCH_REDISPATCH_SECONDS = env_int("SECUREBENCH_REDISPATCH_SECONDS", 300)
+# Text results travel in chunks: per-message cost would dominate one-verdict messages.
+SECUREBENCH_TEXT_CHUNK = env_int("SECUREBENCH_TEXT_CHUNK", 500)
+SECUREBENCH_MAX_BUNDLE_BYTES = env_int("SECUREBENCH_MAX_BUNDLE_BYTES", 64 * 1024 * 1024)
+SECUREBENCH_MAX_CANDIDATE_BYTES = env_int("SECUREBENCH_MAX_CANDIDATE_BYTES", 4 * 1024 * 1024)
+CELERY_BEAT_SCHEDULE = {
+    "reap-expired-leases": {
+        "task": "runs.tasks.reap_leases",
+        "schedule": float(SECUREBENCH_REAPER_SECONDS),
+    },
+}
 
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -38,6 +38,8 @@ class Reason:
     INFRASTRUCTURE = "infrastructure"
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"
     TASK_MISCONFIGURED = "task_misconfigured"
+    # Set by the pipeline, never by a verifier: the result's lease expired on every attempt.
+    RETRIES_EXHAUSTED = "retries_exhausted"
 
     ALL: frozenset[str] = frozenset()
 

@@ -1,0 +1,206 @@
+"""Runs, their candidates, evaluations and per-task results.
+
+Job state lives here, never only in the broker: a task result is claimed with a conditional
+update (``queued → running`` with a lease), and a periodic reaper re-queues leases that
+expired because a worker died or a message was lost (DESIGN.md §4).
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from packs.models import ContractVersion, Task
+
+
+class RunSource(models.TextChoices):
+    FORM = "form", "form"
+    API = "api", "API"
+    COMMAND = "command", "command line"
+
+
+class CandidateOrigin(models.TextChoices):
+    AGENT = "agent", "agent"
+    # Oracle candidates are made of reference solutions: privileged data wherever shown.
+    ORACLE = "oracle", "oracle (reference solutions)"
+    NULL = "null", "null (empty candidates)"
+
+
+class Run(models.Model):
+    contract_version = models.ForeignKey(
+        ContractVersion, on_delete=models.PROTECT, related_name="runs"
+    )
+    agent_name = models.CharField(max_length=200)
+    agent_version = models.CharField(max_length=100, blank=True)
+    model_name = models.CharField(max_length=200, blank=True)
+    notes = models.TextField(blank=True)
+    source = models.CharField(max_length=16, choices=RunSource.choices)
+    origin = models.CharField(
+        max_length=16, choices=CandidateOrigin.choices, default=CandidateOrigin.AGENT
+    )
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    # None while an API client is still adding candidates; set once, when scoring is queued.
+    submitted_at = models.DateTimeField(null=True, blank=True)
+    # Run-level usage as reported, plus the per-task sums (wall_seconds, tokens, usd).
+    usage = models.JSONField(default=dict)
+    over_budget = models.BooleanField(default=False)
+    budget_notes = models.JSONField(default=list)
+    candidate_count = models.PositiveIntegerField(default=0)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["contract_version", "-created_at"])]
+
+    def __str__(self) -> str:
+        return f"run {self.pk} ({self.agent_name})"
+
+    @property
+    def is_submitted(self) -> bool:
+        return self.submitted_at is not None
+
+
+class Candidate(models.Model):
+    """What the agent produced for one task. Workspace files are kept base64-encoded."""
+
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="candidates")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    kind = models.CharField(max_length=16)
+    text = models.TextField(blank=True)
+    # {path: {"content_b64": str, "mode": int}} for workspace candidates, else {}.
+    files = models.JSONField(default=dict)
+    usage = models.JSONField(default=dict)
+    line = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["run", "task"], name="one_candidate_per_task"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.kind} candidate for task {self.task_id} of run {self.run_id}"
+
+
+class EvaluationStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    DONE = "done", "done"
+
+
+class Evaluation(models.Model):
+    run = models.ForeignKey(Run, on_delete=models.CASCADE, related_name="evaluations")
+    number = models.PositiveIntegerField()
+    evaluator = models.CharField(max_length=64)
+    status = models.CharField(
+        max_length=16, choices=EvaluationStatus.choices, default=EvaluationStatus.QUEUED
+    )
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Written once, by the worker that lands the last result.
+    total = models.PositiveIntegerField(default=0)
+    passed = models.PositiveIntegerField(default=0)
+    failed = models.PositiveIntegerField(default=0)
+    errored = models.PositiveIntegerField(default=0)
+    pending = models.PositiveIntegerField(default=0)
+    score = models.FloatField(null=True, blank=True)
+    ci_low = models.FloatField(null=True, blank=True)
+    ci_high = models.FloatField(null=True, blank=True)
+    family_summary = models.JSONField(default=dict)
+
+    class Meta:
+        ordering = ["run", "-number"]
+        constraints = [
+            models.UniqueConstraint(fields=["run", "number"], name="unique_evaluation_number"),
+        ]
+        indexes = [models.Index(fields=["status"])]
+
+    def __str__(self) -> str:
+        return f"evaluation {self.number} of run {self.run_id}"
+
+    @property
+    def is_done(self) -> bool:
+        return self.status == EvaluationStatus.DONE
+
+
+class ResultStatus(models.TextChoices):
+    QUEUED = "queued", "queued"
+    RUNNING = "running", "running"
+    PASSED = "passed", "passed"
+    FAILED = "failed", "failed"
+    ERROR = "error", "error"
+    PENDING = "pending", "pending"
+
+
+FINAL_STATUSES = (
+    ResultStatus.PASSED,
+    ResultStatus.FAILED,
+    ResultStatus.ERROR,
+    ResultStatus.PENDING,
+)
+OPEN_STATUSES = (ResultStatus.QUEUED, ResultStatus.RUNNING)
+
+
+class WorkQueue(models.TextChoices):
+    TEXT = "text", "text verdicts"
+    SANDBOX = "sandbox", "sandboxed verification"
+
+
+class TaskResult(models.Model):
+    evaluation = models.ForeignKey(Evaluation, on_delete=models.CASCADE, related_name="results")
+    task = models.ForeignKey(Task, on_delete=models.PROTECT, related_name="+")
+    candidate = models.ForeignKey(
+        Candidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+"
+    )
+    # Copied from the task so that filters, charts and ordering need no join.
+    family = models.CharField(max_length=64)
+    position = models.PositiveIntegerField()
+    queue = models.CharField(max_length=16, choices=WorkQueue.choices)
+    status = models.CharField(
+        max_length=16, choices=ResultStatus.choices, default=ResultStatus.QUEUED
+    )
+    score = models.FloatField(default=0.0)
+    failure_reason = models.CharField(max_length=64, blank=True)
+    # Counts and facts from the verifier (tests passed/failed, notes); scrubbed.
+    details = models.JSONField(default=dict)
+    # Verifier output, scrubbed of exact hidden values; privileged all the same (debug mode).
+    stdout = models.TextField(blank=True)
+    stderr = models.TextField(blank=True)
+    duration_seconds = models.FloatField(null=True, blank=True)
+    sandbox_backend = models.CharField(max_length=32, blank=True)
+    sandbox_image = models.CharField(max_length=255, blank=True)
+    attempts = models.PositiveSmallIntegerField(default=0)
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True)
+    dispatched_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["evaluation", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["evaluation", "task"], name="one_result_per_task"),
+            models.CheckConstraint(
+                condition=~Q(status="running") | Q(lease_expires_at__isnull=False),
+                name="running_result_has_lease",
+            ),
+        ]
+        indexes = [
+            models.Index(fields=["evaluation", "status"]),
+            models.Index(fields=["evaluation", "position"]),
+            models.Index(fields=["status", "lease_expires_at"]),
+        ]
+
+    def __str__(self) -> str:
+        return f"result of task {self.task_id} in evaluation {self.evaluation_id}"
+
+    @property
+    def is_final(self) -> bool:
+        return self.status in FINAL_STATUSES
