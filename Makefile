@@ -18,11 +18,14 @@ run: venv system-run
 	$(MANAGE) setup_site; \
 	echo "Starting the web server on http://$(HOST):$(PORT)/ and a Celery worker (Ctrl-C stops both)"; \
 	trap 'kill 0' EXIT INT TERM; \
-	$(VENV)/bin/celery -A securebench_site worker --loglevel=INFO --concurrency=2 & \
+	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox --concurrency=2 --loglevel=INFO & \
 	$(MANAGE) runserver $(HOST):$(PORT) --noreload
 
+# One worker consuming every queue, with the reaper's schedule (--beat); more workers may run
+# beside it (the reaper is idempotent, so several schedules do no harm).
 worker: venv
-	$(VENV)/bin/celery -A securebench_site worker --loglevel=INFO
+	@mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"
+	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox --loglevel=INFO
 
 test: venv system-test
 	$(VPY) -m pytest $(PYTEST_ARGS)

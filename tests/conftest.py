@@ -48,19 +48,34 @@ def isolated_data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
         return
     settings = request.getfixturevalue("settings")
     root = tmp_path_factory.mktemp("data")
+    # The same layout settings.py derives from SECUREBENCH_DATA_DIR, so that a worker
+    # process started with SECUREBENCH_DATA_DIR=root reads the files this test stored.
     settings.UPLOAD_WORK_ROOT = root / "uploads"
     settings.STORAGES = {
         **settings.STORAGES,
         "pack_public": {
             "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": root / "public", "base_url": None},
+            "OPTIONS": {"location": root / "pack-files" / "public", "base_url": None},
         },
         "pack_sealed": {
             "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": root / "sealed", "base_url": None},
+            "OPTIONS": {"location": root / "pack-files" / "sealed", "base_url": None},
         },
     }
     yield root
+
+
+@pytest.fixture(scope="session")
+def django_db_modify_db_settings(django_db_modify_db_settings_parallel_suffix: None) -> None:
+    """SQLite tests use a database file, not memory, so real worker processes can share it."""
+    from django.conf import settings  # noqa: PLC0415
+
+    database = settings.DATABASES["default"]
+    if database["ENGINE"] == "django.db.backends.sqlite3":
+        import tempfile  # noqa: PLC0415
+
+        folder = tempfile.mkdtemp(prefix="securebench-test-db-")
+        database.setdefault("TEST", {})["NAME"] = os.path.join(folder, "test.sqlite3")
 
 
 def _uses_django(request: pytest.FixtureRequest) -> bool:

@@ -7,6 +7,7 @@ candidates are made of hidden values, so they are privileged data wherever they 
 
 from __future__ import annotations
 
+import json
 import string
 from typing import Any
 
@@ -74,10 +75,13 @@ def _repo_patch(task: TaskLanes) -> Candidate | None:
 
 
 def _terminal_task(task: TaskLanes) -> Candidate | None:
-    # Only an expected_state that names one file and its content describes a solution.
+    # Only an expected_state that names one file and its content (text, or a JSON value
+    # written out) describes a solution.
     state = task.hidden.get("expected_state")
     if isinstance(state, dict) and isinstance(state.get("path"), str):
         content = state.get("content")
         if isinstance(content, str):
             return Candidate.of_workspace({state["path"]: content})
+        if "json" in state:
+            return Candidate.of_workspace({state["path"]: json.dumps(state["json"]) + "\n"})
     return None

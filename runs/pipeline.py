@@ -1,0 +1,423 @@
+"""The evaluation pipeline's state machine: dispatch, claim, verify, record, finish, reap.
+
+The database is the source of truth (security.md §4): a result is claimed by a conditional
+update ``queued → running`` that sets a lease token, expiry and attempt count; a verdict is
+written only under the token that claimed it, so a redelivered or duplicated message, or a
+worker whose lease was taken over, changes nothing. The evaluation is finished by a
+conditional update as well, which exactly one worker wins. The reaper hands expired leases
+back to the queue (at most ``SECUREBENCH_MAX_ATTEMPTS`` times) and re-sends messages that
+were lost with a broker.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import threading
+import uuid
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections, connection, transaction
+from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.utils import timezone
+from kombu.exceptions import KombuError
+
+from runs.models import (
+    OPEN_STATUSES,
+    Evaluation,
+    EvaluationStatus,
+    ResultStatus,
+    TaskResult,
+    WorkQueue,
+)
+from runs.stats import wilson_interval
+from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
+from verifiers.scoring import VerifierSettings, verify
+from verifiers.verdict import ERROR, Reason, Verdict
+
+logger = logging.getLogger(__name__)
+
+# Faults of our own that another attempt may not hit; everything else is final.
+RETRYABLE_REASONS = frozenset({Reason.INFRASTRUCTURE, Reason.SANDBOX_UNAVAILABLE})
+ID_CHUNK = 1000  # ids per IN (...) clause
+VERDICT_FIELDS = [
+    "status",
+    "score",
+    "failure_reason",
+    "details",
+    "stdout",
+    "stderr",
+    "duration_seconds",
+    "sandbox_backend",
+    "sandbox_image",
+    "finished_at",
+    "lease_token",
+    "lease_expires_at",
+]
+
+
+def _lease() -> timedelta:
+    return timedelta(seconds=settings.SECUREBENCH_LEASE_SECONDS)
+
+
+def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start : start + size]
+
+
+def worker_name() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+# --- dispatch ---------------------------------------------------------------------------------
+
+
+def evaluation_dispatch(evaluation_id: int, *, result_ids: Iterable[int] | None = None) -> int:
+    """Send messages for the evaluation's queued results (or only the given ones).
+
+    Text results travel in chunks; each sandboxed result gets a message of its own so that
+    both cores (and every worker) stay busy. A message that cannot be sent leaves its rows
+    with no dispatch time, and the reaper sends it again.
+    """
+    from runs import tasks  # noqa: PLC0415 - the Celery tasks import this module
+
+    queued = TaskResult.objects.filter(evaluation_id=evaluation_id, status=ResultStatus.QUEUED)
+    if result_ids is not None:
+        queued = queued.filter(pk__in=list(result_ids))
+    rows = list(queued.order_by("position").values_list("pk", "queue"))
+    text_ids = [pk for pk, queue in rows if queue == WorkQueue.TEXT]
+    sandbox_ids = [pk for pk, queue in rows if queue == WorkQueue.SANDBOX]
+    sent = 0
+    for chunk in _chunks(text_ids, settings.SECUREBENCH_TEXT_CHUNK):
+        sent += _send(tasks.score_text_results, chunk, chunk)
+    for pk in sandbox_ids:
+        sent += _send(tasks.score_sandbox_result, [pk], pk)
+    return sent
+
+
+def _send(task: Any, ids: list[int], argument: Any) -> int:
+    _mark_dispatched(ids, timezone.now())
+    try:
+        task.delay(argument)
+    except (KombuError, OSError, ConnectionError) as exc:
+        logger.warning("could not send %s for results %s: %s", task.name, ids[:5], exc)
+        _mark_dispatched(ids, None)
+        return 0
+    return 1
+
+
+def _mark_dispatched(ids: list[int], when: datetime | None) -> None:
+    for chunk in _chunks(ids, ID_CHUNK):
+        TaskResult.objects.filter(pk__in=chunk, status=ResultStatus.QUEUED).update(
+            dispatched_at=when
+        )
+
+
+# --- claim, verify, record ------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Claim:
+    token: uuid.UUID
+    results: list[TaskResult]
+
+
+def results_claim(result_ids: list[int], *, worker: str) -> Claim:
+    """Take the given results that are still queued; the others belong to someone else."""
+    token = uuid.uuid4()
+    now = timezone.now()
+
+    for chunk in _chunks(result_ids, ID_CHUNK):
+        TaskResult.objects.filter(
+            pk__in=chunk,
+            status=ResultStatus.QUEUED,
+            attempts__lt=settings.SECUREBENCH_MAX_ATTEMPTS,
+        ).update(
+            status=ResultStatus.RUNNING,
+            lease_token=token,
+            lease_expires_at=now + _lease(),
+            attempts=F("attempts") + 1,
+            started_at=now,
+            worker=worker[:200],
+        )
+    claimed = list(
+        TaskResult.objects.filter(lease_token=token, status=ResultStatus.RUNNING)
+        .select_related("task", "candidate")
+        .order_by("position")
+    )
+    evaluation_ids = {result.evaluation_id for result in claimed}
+    if evaluation_ids:
+        Evaluation.objects.filter(pk__in=evaluation_ids, status=EvaluationStatus.QUEUED).update(
+            status=EvaluationStatus.RUNNING, started_at=now
+        )
+    return Claim(token=token, results=claimed)
+
+
+def lease_renew(token: uuid.UUID) -> int:
+    return TaskResult.objects.filter(lease_token=token, status=ResultStatus.RUNNING).update(
+        lease_expires_at=timezone.now() + _lease()
+    )
+
+
+class LeaseHeartbeat:
+    """Renews a claim's lease while its verification runs, from a thread of its own.
+
+    A worker that dies stops renewing, so its results come back after one short lease
+    instead of after the longest verification the site allows.
+    """
+
+    def __init__(self, token: uuid.UUID) -> None:
+        self._token = token
+        self._stop = threading.Event()
+        self._interval = max(1.0, settings.SECUREBENCH_LEASE_SECONDS / 3)
+        self._thread = threading.Thread(target=self._run, name="lease-heartbeat", daemon=True)
+
+    def __enter__(self) -> LeaseHeartbeat:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+
+    def _run(self) -> None:
+        try:
+            while not self._stop.wait(self._interval):
+                try:
+                    lease_renew(self._token)
+                except Exception:  # a busy database must not kill the verification
+                    logger.warning("could not renew lease %s", self._token, exc_info=True)
+        finally:
+            connection.close()  # this thread's own connection
+
+
+_worker_sandbox: Sandbox | None = None
+
+
+def worker_sandbox() -> Sandbox | None:
+    """One sandbox backend per worker process, chosen on first use (after the pool forked)."""
+    global _worker_sandbox
+    if _worker_sandbox is None:
+        try:
+            _worker_sandbox = get_sandbox()
+        except SandboxUnavailable:
+            return None  # verify() reports sandbox_unavailable, and the result is retried
+    return _worker_sandbox
+
+
+def score_results(result_ids: list[int], *, worker: str | None = None) -> int:
+    """Claim, verify and record; returns how many results this call scored."""
+    from packs.selectors import evaluator_lanes_for_tasks  # noqa: PLC0415
+    from runs.services import verifier_candidate  # noqa: PLC0415
+
+    close_old_connections()
+    claim = results_claim(result_ids, worker=worker or worker_name())
+    if not claim.results:
+        return 0  # a duplicate or late message: somebody else has these
+    lanes = evaluator_lanes_for_tasks([result.task for result in claim.results])
+    verifier_settings = VerifierSettings(
+        sandbox=worker_sandbox() if _needs_sandbox(claim.results) else None,
+        allowed_commands=settings.SECUREBENCH_ALLOWED_VERIFIER_COMMANDS,
+    )
+    verdicts: list[tuple[TaskResult, Verdict]] = []
+    with LeaseHeartbeat(claim.token):
+        for result in claim.results:
+            candidate = verifier_candidate(result.candidate) if result.candidate else None
+            verdicts.append((result, verify(lanes[result.task_id], candidate, verifier_settings)))
+    results_record(claim.token, verdicts)
+    return len(verdicts)
+
+
+def _needs_sandbox(results: list[TaskResult]) -> bool:
+    return any(result.queue == WorkQueue.SANDBOX for result in results)
+
+
+def results_record(token: uuid.UUID, verdicts: list[tuple[TaskResult, Verdict]]) -> None:
+    """Write verdicts under the claim's token; retry our own transient faults."""
+    now = timezone.now()
+    final: list[TaskResult] = []
+    retry: list[TaskResult] = []
+    for result, verdict in verdicts:
+        if (
+            verdict.status == ERROR
+            and verdict.reason in RETRYABLE_REASONS
+            and result.attempts < settings.SECUREBENCH_MAX_ATTEMPTS
+        ):
+            retry.append(result)
+            continue
+        _apply_verdict(result, verdict, now)
+        final.append(result)
+    with transaction.atomic():
+        mine = TaskResult.objects.filter(lease_token=token, status=ResultStatus.RUNNING)
+        mine.bulk_update(final, VERDICT_FIELDS, batch_size=200)
+        if retry:
+            mine.filter(pk__in=[result.pk for result in retry]).update(
+                status=ResultStatus.QUEUED,
+                lease_token=None,
+                lease_expires_at=None,
+                dispatched_at=now,
+            )
+            for evaluation_id, ids in _by_evaluation(retry).items():
+                transaction.on_commit(
+                    lambda e=evaluation_id, i=ids: evaluation_dispatch(e, result_ids=i),
+                    robust=True,
+                )
+    for evaluation_id in {result.evaluation_id for result, _ in verdicts}:
+        evaluation_finish_if_done(evaluation_id)
+
+
+def _by_evaluation(results: list[TaskResult]) -> dict[int, list[int]]:
+    grouped: dict[int, list[int]] = {}
+    for result in results:
+        grouped.setdefault(result.evaluation_id, []).append(result.pk)
+    return grouped
+
+
+def _apply_verdict(result: TaskResult, verdict: Verdict, now: datetime) -> None:
+    result.status = verdict.status
+    result.score = verdict.score
+    result.failure_reason = verdict.reason or ""
+    result.details = verdict.details
+    result.stdout = _no_nul(verdict.stdout)
+    result.stderr = _no_nul(verdict.stderr)
+    result.duration_seconds = verdict.duration_seconds
+    result.sandbox_backend = verdict.sandbox_backend or ""
+    result.sandbox_image = (verdict.sandbox_image or "")[:255]
+    result.finished_at = now
+    result.lease_token = None
+    result.lease_expires_at = None
+
+
+def _no_nul(text: str) -> str:
+    # PostgreSQL text cannot hold NUL; candidate output may contain it.
+    return text.replace("\x00", "\\x00")
+
+
+# --- finishing --------------------------------------------------------------------------------
+
+
+def evaluation_finish_if_done(evaluation_id: int) -> bool:
+    """Complete the evaluation if no result is open; True for the one caller that did."""
+    if TaskResult.objects.filter(evaluation_id=evaluation_id, status__in=OPEN_STATUSES).exists():
+        return False
+    summary = evaluation_summary(evaluation_id)
+    updated = (
+        Evaluation.objects.filter(pk=evaluation_id)
+        .exclude(status=EvaluationStatus.DONE)
+        .update(status=EvaluationStatus.DONE, finished_at=timezone.now(), **summary)
+    )
+    return updated == 1
+
+
+def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
+    """Counts, score with its 95 % interval and per-family counts, in two queries.
+
+    The score is the mean task score over tasks that have a verifier: ``pending`` tasks of
+    deferred families are counted apart, not as failures.
+    """
+    results = TaskResult.objects.filter(evaluation_id=evaluation_id)
+    counts = {status: 0 for status in ResultStatus.values}
+    score_sum = 0.0
+    for row in results.values("status").annotate(n=Count("id"), total=Sum("score")):
+        counts[row["status"]] = row["n"]
+        score_sum += row["total"] or 0.0
+    families: dict[str, dict[str, int]] = {}
+    for row in results.values("family", "status").annotate(n=Count("id")):
+        family = families.setdefault(
+            row["family"], {"total": 0, "passed": 0, "failed": 0, "error": 0, "pending": 0}
+        )
+        family["total"] += row["n"]
+        if row["status"] in family:
+            family[row["status"]] += row["n"]
+    scored = counts["passed"] + counts["failed"] + counts["error"]
+    interval = wilson_interval(score_sum, scored)
+    return {
+        "total": sum(counts.values()),
+        "passed": counts["passed"],
+        "failed": counts["failed"],
+        "errored": counts["error"],
+        "pending": counts["pending"],
+        "score": score_sum / scored if scored else None,
+        "ci_low": interval.low if interval else None,
+        "ci_high": interval.high if interval else None,
+        "family_summary": dict(sorted(families.items())),
+    }
+
+
+# --- the reaper --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class ReapReport:
+    requeued: int
+    exhausted: int
+    redispatched: int
+
+
+def leases_reap(*, now: datetime | None = None) -> ReapReport:
+    """Requeue expired leases, give up after the last attempt, re-send lost messages."""
+    now = now or timezone.now()
+    expired = TaskResult.objects.filter(status=ResultStatus.RUNNING, lease_expires_at__lt=now)
+    max_attempts = settings.SECUREBENCH_MAX_ATTEMPTS
+
+    exhausted_rows = expired.filter(attempts__gte=max_attempts)
+    touched = set(exhausted_rows.values_list("evaluation_id", flat=True).distinct())
+    exhausted = exhausted_rows.update(
+        status=ResultStatus.ERROR,
+        failure_reason=Reason.RETRIES_EXHAUSTED,
+        score=0.0,
+        lease_token=None,
+        lease_expires_at=None,
+        finished_at=now,
+    )
+
+    marker = uuid.uuid4()  # names the rows this pass requeued, whatever else happens meanwhile
+    requeued = expired.filter(attempts__lt=max_attempts).update(
+        status=ResultStatus.QUEUED, lease_token=marker, lease_expires_at=None, dispatched_at=None
+    )
+    lost = _lost_message_results(now)
+    redispatch = list(
+        TaskResult.objects.filter(
+            Q(lease_token=marker) | Q(pk__in=lost), status=ResultStatus.QUEUED
+        )
+        .values_list("evaluation_id", "pk")
+        .order_by("evaluation_id", "position")
+    )
+    grouped: dict[int, list[int]] = {}
+    for evaluation_id, pk in redispatch:
+        grouped.setdefault(evaluation_id, []).append(pk)
+    for evaluation_id, ids in grouped.items():
+        evaluation_dispatch(evaluation_id, result_ids=ids)
+    for evaluation_id in touched:
+        evaluation_finish_if_done(evaluation_id)
+    if exhausted or requeued or redispatch:
+        logger.info(
+            "reaper: %d leases requeued, %d results out of attempts, %d messages re-sent",
+            requeued,
+            exhausted,
+            len(redispatch),
+        )
+    return ReapReport(
+        requeued=requeued, exhausted=exhausted, redispatched=len(redispatch) - requeued
+    )
+
+
+def _lost_message_results(now: datetime) -> Any:
+    """Queued results whose message was never sent, or was sent long ago into an evaluation
+    that has made no progress since (the broker lost it, e.g. a Redis restart)."""
+    cutoff = now - timedelta(seconds=settings.SECUREBENCH_REDISPATCH_SECONDS)
+    recent_progress = TaskResult.objects.filter(evaluation_id=OuterRef("evaluation_id")).filter(
+        Q(started_at__gte=cutoff) | Q(finished_at__gte=cutoff)
+    )
+    return (
+        TaskResult.objects.filter(status=ResultStatus.QUEUED)
+        .filter(
+            Q(dispatched_at__isnull=True) | (Q(dispatched_at__lt=cutoff) & ~Exists(recent_progress))
+        )
+        .values("pk")
+    )

@@ -1,0 +1,335 @@
+"""Writes for runs: create, add candidates, submit, (re-)evaluate.
+
+Every write that a user triggers either stores everything or nothing: candidates are checked
+against the contract version before the first row is written, and an evaluation with its
+task-result rows is created in one transaction whose Celery messages leave on commit.
+"""
+
+from __future__ import annotations
+
+import base64
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Max
+from django.utils import timezone
+
+from packs.models import ContractVersion, Task
+from packs.selectors import evaluator_lanes_for_tasks
+from runs.budgets import check_budgets, contract_budgets
+from runs.bundle import BundleLine, BundleProblem, BundleRejected, ParsedBundle
+from runs.models import (
+    Candidate,
+    CandidateOrigin,
+    Evaluation,
+    ResultStatus,
+    Run,
+    TaskResult,
+    WorkQueue,
+)
+from runs.pipeline import evaluation_dispatch, evaluation_finish_if_done
+from verifiers.families import get_family
+from verifiers.oracle import null_candidate, oracle_candidate
+from verifiers.scoring import is_text_family
+from verifiers.task import Candidate as VerifierCandidate
+from verifiers.task import WorkspaceFile
+from verifiers.verdict import Reason
+
+BULK_BATCH = 1000
+
+
+class RunAlreadySubmitted(Exception):
+    """Candidates can only be added before a run is submitted, and it is submitted once."""
+
+
+@dataclass(frozen=True)
+class RunMetadata:
+    agent_name: str
+    agent_version: str = ""
+    model_name: str = ""
+    notes: str = ""
+    usage: dict[str, float] | None = field(default=None)
+
+    def merged_with(self, bundle_metadata: dict[str, str]) -> RunMetadata:
+        """Fields given explicitly (form, API, command line) win over the bundle's run line."""
+        return RunMetadata(
+            agent_name=self.agent_name or bundle_metadata.get("agent_name", ""),
+            agent_version=self.agent_version or bundle_metadata.get("agent_version", ""),
+            model_name=self.model_name or bundle_metadata.get("model_name", ""),
+            notes=self.notes or bundle_metadata.get("notes", ""),
+            usage=self.usage,
+        )
+
+
+# --- runs --------------------------------------------------------------------------------------
+
+
+def run_create(
+    *,
+    contract_version: ContractVersion,
+    metadata: RunMetadata,
+    source: str,
+    user: Any = None,
+    origin: str = CandidateOrigin.AGENT,
+) -> Run:
+    return Run.objects.create(
+        contract_version=contract_version,
+        agent_name=metadata.agent_name.strip() or "unnamed agent",
+        agent_version=metadata.agent_version.strip(),
+        model_name=metadata.model_name.strip(),
+        notes=metadata.notes,
+        source=source,
+        origin=origin,
+        submitted_by=_user_or_none(user),
+        usage=dict(metadata.usage or {}),
+    )
+
+
+def run_add_candidates(run: Run, lines: list[BundleLine]) -> int:
+    """Check a batch against the contract version and store it; all or nothing."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.is_submitted:
+            raise RunAlreadySubmitted(f"run {run.pk} is already submitted")
+        tasks = _tasks_by_id(run.contract_version_id, (line.task_id for line in lines))
+        stored = set(
+            Candidate.objects.filter(
+                run=run, task__task_id__in=[line.task_id for line in lines]
+            ).values_list("task__task_id", flat=True)
+        )
+        _check_against_tasks(lines, tasks, stored, run.contract_version)
+        Candidate.objects.bulk_create(
+            [_candidate_row(run, tasks[line.task_id], line) for line in lines],
+            batch_size=BULK_BATCH,
+        )
+        count = Candidate.objects.filter(run=run).count()
+        Run.objects.filter(pk=run.pk).update(candidate_count=count)
+    run.candidate_count = count
+    return len(lines)
+
+
+def run_submit(run: Run, *, user: Any = None) -> Evaluation:
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.is_submitted:
+            raise RunAlreadySubmitted(f"run {run.pk} is already submitted")
+        _apply_budgets(locked)
+        locked.submitted_at = timezone.now()
+        locked.save(update_fields=["submitted_at", "usage", "over_budget", "budget_notes"])
+        evaluation = evaluation_create(locked, created_by=user)
+    run.refresh_from_db()
+    return evaluation
+
+
+def run_submit_bundle(
+    *,
+    contract_version: ContractVersion,
+    bundle: ParsedBundle,
+    metadata: RunMetadata,
+    source: str,
+    user: Any = None,
+) -> tuple[Run, Evaluation]:
+    """The one-shot path (form, API upload, command): run, candidates and evaluation at once."""
+    metadata = metadata.merged_with(bundle.metadata)
+    if metadata.usage is None:
+        metadata = RunMetadata(**{**metadata.__dict__, "usage": bundle.usage})
+    with transaction.atomic():
+        run = run_create(
+            contract_version=contract_version, metadata=metadata, source=source, user=user
+        )
+        run_add_candidates(run, bundle.lines)
+        evaluation = run_submit(run, user=user)
+    return run, evaluation
+
+
+def run_submit_reference(
+    *,
+    contract_version: ContractVersion,
+    origin: str,
+    metadata: RunMetadata,
+    source: str,
+    user: Any = None,
+) -> tuple[Run, Evaluation]:
+    """An oracle run (each task's reference solution) or a null run (empty candidates).
+
+    Used to check that a pack's verifiers accept their own references and refuse nothing.
+    Tasks without a reference get no candidate and so fail with ``missing_candidate``.
+    """
+    build = oracle_candidate if origin == CandidateOrigin.ORACLE else null_candidate
+    tasks = list(contract_version.tasks.order_by("position"))
+    lines: list[tuple[Task, VerifierCandidate]] = []
+    for start in range(0, len(tasks), BULK_BATCH):
+        chunk = tasks[start : start + BULK_BATCH]
+        lanes = evaluator_lanes_for_tasks(chunk)
+        for task in chunk:
+            candidate = build(lanes[task.pk])
+            if candidate is not None:
+                lines.append((task, candidate))
+    with transaction.atomic():
+        run = run_create(
+            contract_version=contract_version,
+            metadata=metadata,
+            source=source,
+            user=user,
+            origin=origin,
+        )
+        Candidate.objects.bulk_create(
+            [
+                _candidate_row(run, task, BundleLine(line=None, task_id=task.task_id, candidate=c))
+                for task, c in lines
+            ],
+            batch_size=BULK_BATCH,
+        )
+        Run.objects.filter(pk=run.pk).update(candidate_count=len(lines))
+        evaluation = run_submit(run, user=user)
+    run.refresh_from_db()
+    return run, evaluation
+
+
+def _user_or_none(user: Any) -> Any:
+    return user if user is not None and getattr(user, "is_authenticated", False) else None
+
+
+def _tasks_by_id(contract_version_id: int, task_ids: Iterable[str]) -> dict[str, Task]:
+    wanted = list(dict.fromkeys(task_ids))
+    found: dict[str, Task] = {}
+    for start in range(0, len(wanted), BULK_BATCH):
+        chunk = wanted[start : start + BULK_BATCH]
+        for task in Task.objects.filter(
+            contract_version_id=contract_version_id, task_id__in=chunk
+        ).only("pk", "task_id", "family"):
+            found[task.task_id] = task
+    return found
+
+
+def _check_against_tasks(
+    lines: list[BundleLine],
+    tasks: dict[str, Task],
+    stored: set[str],
+    contract_version: ContractVersion,
+) -> None:
+    problems: list[BundleProblem] = []
+    label = f"{contract_version.pack.pack_id} v{contract_version.version}"
+    for line in lines:
+
+        def problem(field_name: str, message: str, line: BundleLine = line) -> None:
+            problems.append(BundleProblem(line.file, line.line, field_name, message))
+
+        task = tasks.get(line.task_id)
+        if task is None:
+            problem("task_id", f"{line.task_id!r} is not a task of {label}")
+            continue
+        if line.task_id in stored:
+            problem("task_id", f"{line.task_id!r} already has a candidate in this run")
+            continue
+        expected = get_family(task.family).candidate_kind
+        if expected is not None and line.candidate.kind != expected:
+            problem(
+                "candidate.kind",
+                f"task {line.task_id!r} is {task.family}, which takes a {expected} candidate, "
+                f"not {line.candidate.kind}",
+            )
+    if problems:
+        raise BundleRejected(problems)
+
+
+def _candidate_row(run: Run, task: Task, line: BundleLine) -> Candidate:
+    candidate = line.candidate
+    return Candidate(
+        run=run,
+        task=task,
+        kind=candidate.kind,
+        text=candidate.text,
+        files={
+            path: {"content_b64": base64.b64encode(f.content).decode("ascii"), "mode": f.mode}
+            for path, f in candidate.files.items()
+        },
+        usage=line.usage,
+        line=line.line,
+    )
+
+
+def verifier_candidate(candidate: Candidate) -> VerifierCandidate:
+    """The stored candidate as the plain data a verifier takes."""
+    if candidate.kind != "workspace":
+        return VerifierCandidate(kind=candidate.kind, text=candidate.text)
+    return VerifierCandidate(
+        kind="workspace",
+        files={
+            path: WorkspaceFile(
+                base64.b64decode(entry["content_b64"]), int(entry.get("mode", 0o644))
+            )
+            for path, entry in candidate.files.items()
+        },
+    )
+
+
+def _apply_budgets(run: Run) -> None:
+    budgets = contract_budgets(run.contract_version.contract)
+    task_usages = list(
+        Candidate.objects.filter(run=run).exclude(usage={}).values_list("task__task_id", "usage")
+    )
+    reported = {key: value for key, value in run.usage.items() if not key.startswith("total_")}
+    check = check_budgets(budgets, reported, task_usages, run.contract_version.task_count)
+    run.usage = {**reported, **{f"total_{key}": value for key, value in check.totals.items()}}
+    run.over_budget = check.over_budget
+    run.budget_notes = check.notes
+
+
+# --- evaluations ----------------------------------------------------------------------------
+
+
+def evaluation_create(run: Run, *, created_by: Any = None) -> Evaluation:
+    """A new scoring pass over every task of the run's contract version.
+
+    Results that need no verifier work are final at once: deferred families are ``pending``
+    and tasks without a candidate ``failed`` (``missing_candidate``). The rest are queued, and
+    their messages are sent only when this transaction commits.
+    """
+    with transaction.atomic():
+        Run.objects.select_for_update().filter(pk=run.pk).exists()
+        number = (run.evaluations.aggregate(top=Max("number"))["top"] or 0) + 1
+        evaluation = Evaluation.objects.create(
+            run=run,
+            number=number,
+            evaluator=settings.SECUREBENCH_EVALUATOR,
+            created_by=_user_or_none(created_by),
+        )
+        candidates = dict(Candidate.objects.filter(run=run).values_list("task_id", "pk"))
+        now = timezone.now()
+        rows = [
+            _initial_result(evaluation, task, candidates.get(task["pk"]), now)
+            for task in run.contract_version.tasks.order_by("position").values(
+                "pk", "family", "position"
+            )
+        ]
+        TaskResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
+        Evaluation.objects.filter(pk=evaluation.pk).update(total=len(rows))
+        evaluation_finish_if_done(evaluation.pk)
+        transaction.on_commit(lambda: evaluation_dispatch(evaluation.pk))
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+def _initial_result(
+    evaluation: Evaluation, task: dict[str, Any], candidate_id: int | None, now: Any
+) -> TaskResult:
+    family = task["family"]
+    row = TaskResult(
+        evaluation=evaluation,
+        task_id=task["pk"],
+        candidate_id=candidate_id,
+        family=family,
+        position=task["position"],
+        queue=WorkQueue.TEXT if is_text_family(family) else WorkQueue.SANDBOX,
+    )
+    if not get_family(family).active:
+        row.status, row.failure_reason = ResultStatus.PENDING, Reason.NO_VERIFIER
+        row.finished_at = now
+    elif candidate_id is None:
+        row.status, row.failure_reason = ResultStatus.FAILED, Reason.MISSING_CANDIDATE
+        row.finished_at = now
+    return row

@@ -1,0 +1,50 @@
+"""Celery tasks: thin wrappers that take ids; the work is in ``runs.pipeline``.
+
+Messages carry only result ids. Acknowledged late, so a worker that dies mid-verification
+leaves the message to the broker (Redis re-delivers it) and its lease to the reaper; either
+way the conditional claim lets exactly one worker score each result.
+"""
+
+from __future__ import annotations
+
+from celery import shared_task
+from django.conf import settings
+
+from runs import pipeline
+
+# Below the broker's redelivery timeout (settings.BROKER_VISIBILITY_TIMEOUT), so a slow
+# verification is stopped before Redis hands its message to a second worker.
+SANDBOX_SOFT_LIMIT = settings.SECUREBENCH_SANDBOX_TASK_SECONDS
+SANDBOX_HARD_LIMIT = SANDBOX_SOFT_LIMIT + 60
+TEXT_SOFT_LIMIT = 300
+TEXT_HARD_LIMIT = TEXT_SOFT_LIMIT + 60
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=TEXT_SOFT_LIMIT,
+    time_limit=TEXT_HARD_LIMIT,
+)
+def score_text_results(result_ids: list[int]) -> int:
+    return pipeline.score_results([int(pk) for pk in result_ids])
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=SANDBOX_SOFT_LIMIT,
+    time_limit=SANDBOX_HARD_LIMIT,
+)
+def score_sandbox_result(result_id: int) -> int:
+    return pipeline.score_results([int(result_id)])
+
+
+@shared_task(ignore_result=True, time_limit=TEXT_HARD_LIMIT)
+def reap_leases() -> dict[str, int]:
+    report = pipeline.leases_reap()
+    return {
+        "requeued": report.requeued,
+        "exhausted": report.exhausted,
+        "redispatched": report.redispatched,
+    }
