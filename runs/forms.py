@@ -1,0 +1,92 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+from django.template.defaultfilters import filesizeformat
+
+from packs.models import ContractVersion
+from runs.models import EvaluationStatus, ResultStatus
+from runs.selectors import RESULT_SORTS, VERDICT_CATEGORIES, submittable_versions
+
+BUNDLE_SUFFIXES = (".jsonl", ".zip", ".tar.gz", ".tgz")
+
+
+class ContractVersionChoiceField(forms.ModelChoiceField):
+    def label_from_instance(self, obj: ContractVersion) -> str:
+        return f"{obj.pack.pack_id} v{obj.version}"
+
+
+class RunSubmitForm(forms.Form):
+    contract_version = ContractVersionChoiceField(
+        queryset=ContractVersion.objects.none(),
+        label="Pack version",
+        empty_label="choose a pack version",
+        help_text="Runs target exactly one contract version; candidates are checked against "
+        "its tasks.",
+    )
+    agent_name = forms.CharField(
+        max_length=200,
+        required=False,
+        label="Agent name",
+        help_text="Leave empty to use agent_name from the bundle's metadata.",
+    )
+    agent_version = forms.CharField(max_length=100, required=False, label="Agent version")
+    model_name = forms.CharField(max_length=200, required=False, label="Model")
+    notes = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), label="Notes", max_length=5000
+    )
+    bundle = forms.FileField(
+        label="Candidate bundle",
+        help_text="A .jsonl file with one candidate per line, or a .zip / .tar.gz holding one.",
+    )
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["contract_version"].queryset = submittable_versions()  # type: ignore[attr-defined]
+
+    def clean_bundle(self):
+        bundle = self.cleaned_data["bundle"]
+        name = (bundle.name or "").lower()
+        if not name.endswith(BUNDLE_SUFFIXES):
+            raise forms.ValidationError("Upload a .jsonl, .zip or .tar.gz bundle.")
+        if bundle.size > settings.SECUREBENCH_MAX_BUNDLE_BYTES:
+            raise forms.ValidationError(bundle_too_large_message(bundle.size))
+        return bundle
+
+
+def bundle_too_large_message(size: int | None = None) -> str:
+    limit = filesizeformat(settings.SECUREBENCH_MAX_BUNDLE_BYTES)
+    if size is None:
+        return f"The bundle is larger than the {limit} limit."
+    return f"The bundle is {filesizeformat(size)}; the limit is {limit}."
+
+
+def _choices(values, blank: str) -> list[tuple[str, str]]:
+    return [("", blank), *((v, v) for v in values)]
+
+
+class RunFilterForm(forms.Form):
+    pack = forms.CharField(required=False, max_length=100)
+    version = forms.IntegerField(required=False, min_value=1)
+    agent = forms.CharField(required=False, max_length=200)
+    status = forms.ChoiceField(
+        required=False, choices=_choices(EvaluationStatus.values, "any status")
+    )
+
+
+class ResultFilterForm(forms.Form):
+    status = forms.ChoiceField(required=False, choices=_choices(ResultStatus.values, "any"))
+    family = forms.CharField(required=False, max_length=64)
+    reason = forms.CharField(required=False, max_length=64)
+    sort = forms.ChoiceField(
+        required=False,
+        choices=[(key, key) for name in RESULT_SORTS for key in (name, f"-{name}")],
+    )
+
+
+class CompareFilterForm(forms.Form):
+    a = forms.IntegerField(min_value=1)
+    b = forms.IntegerField(min_value=1)
+    category = forms.ChoiceField(
+        required=False, choices=_choices(list(VERDICT_CATEGORIES), "all tasks")
+    )

@@ -1,0 +1,663 @@
+"""Reads for run, result, leaderboard and comparison pages.
+
+Every function here answers with a constant number of queries whatever the number of runs or
+results: counts come from one aggregate, "latest evaluation" from a correlated subquery.
+Verifier output (stdout, stderr) and detail strings are never selected for pages: they are
+privileged (debug mode, a later issue).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db.models import (
+    Case,
+    CharField,
+    Count,
+    Exists,
+    F,
+    IntegerField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
+from django.shortcuts import get_object_or_404
+
+from packs.models import ContractVersion, Pack, Task
+from runs.models import (
+    CandidateOrigin,
+    Evaluation,
+    EvaluationStatus,
+    ResultStatus,
+    Run,
+    TaskResult,
+    WorkQueue,
+)
+from runs.stats import Interval, mcnemar_exact_p
+
+# Fields a results table needs; everything else on TaskResult stays in the database.
+RESULT_LIST_FIELDS = (
+    "id",
+    "evaluation_id",
+    "task_id",
+    "task__task_id",
+    "family",
+    "position",
+    "queue",
+    "status",
+    "score",
+    "failure_reason",
+    "duration_seconds",
+    "attempts",
+)
+
+# ?sort= keys of the results table → ORDER BY; the position breaks ties so pages are stable.
+RESULT_SORTS: dict[str, tuple[str, ...]] = {
+    "position": ("position",),
+    "task": ("task__task_id", "position"),
+    "status": ("status", "position"),
+    "duration": ("duration_seconds", "position"),
+    "score": ("score", "position"),
+}
+
+# Order of the progress bar's segments and legend: final verdicts first, open work last.
+PROGRESS_ORDER = (
+    ResultStatus.PASSED,
+    ResultStatus.FAILED,
+    ResultStatus.ERROR,
+    ResultStatus.PENDING,
+    ResultStatus.RUNNING,
+    ResultStatus.QUEUED,
+)
+
+
+# --- runs list -----------------------------------------------------------------------------
+
+
+def _latest_evaluation(field_name: str) -> Subquery:
+    latest = Evaluation.objects.filter(run=OuterRef("pk")).order_by("-number")
+    return Subquery(latest.values(field_name)[:1])
+
+
+def run_list(
+    *, pack: str = "", version: int | None = None, agent: str = "", status: str = ""
+) -> QuerySet[Run]:
+    """Runs newest first, each with its latest evaluation's status and score (one query)."""
+    runs = Run.objects.select_related("contract_version__pack").annotate(
+        latest_number=_latest_evaluation("number"),
+        latest_status=_latest_evaluation("status"),
+        latest_score=_latest_evaluation("score"),
+        latest_ci_low=_latest_evaluation("ci_low"),
+        latest_ci_high=_latest_evaluation("ci_high"),
+        latest_passed=_latest_evaluation("passed"),
+        latest_total=_latest_evaluation("total"),
+    )
+    if pack:
+        runs = runs.filter(contract_version__pack__pack_id=pack)
+    if version is not None:
+        runs = runs.filter(contract_version__version=version)
+    if agent:
+        runs = runs.filter(
+            Q(agent_name__icontains=agent)
+            | Q(agent_version__icontains=agent)
+            | Q(model_name__icontains=agent)
+        )
+    if status:
+        runs = runs.filter(latest_status=status)
+    return runs.order_by("-created_at", "-id")
+
+
+def packs_with_runs() -> list[str]:
+    return list(
+        Pack.objects.filter(Exists(Run.objects.filter(contract_version__pack=OuterRef("pk"))))
+        .order_by("pack_id")
+        .values_list("pack_id", flat=True)
+    )
+
+
+def submittable_versions() -> QuerySet[ContractVersion]:
+    return ContractVersion.objects.select_related("pack").order_by("pack__pack_id", "-version")
+
+
+def version_find(pack_id: str, version: int) -> ContractVersion | None:
+    return (
+        ContractVersion.objects.select_related("pack")
+        .filter(pack__pack_id=pack_id, version=version)
+        .first()
+    )
+
+
+# --- one run -------------------------------------------------------------------------------
+
+
+def run_get(run_id: int) -> Run:
+    return get_object_or_404(
+        Run.objects.select_related("contract_version__pack", "submitted_by"), pk=run_id
+    )
+
+
+def run_evaluations(run: Run) -> list[Evaluation]:
+    return list(run.evaluations.select_related("created_by").order_by("-number"))
+
+
+def evaluation_get(run: Run, number: int) -> Evaluation:
+    return get_object_or_404(Evaluation.objects.select_related("run"), run=run, number=number)
+
+
+USAGE_FIGURES = (
+    ("wall_seconds", "wall time", "{:,.1f} s"),
+    ("input_tokens", "input tokens", "{:,.0f}"),
+    ("output_tokens", "output tokens", "{:,.0f}"),
+    ("usd", "cost", "${:,.2f}"),
+)
+
+
+def usage_totals(run: Run) -> list[tuple[str, str]]:
+    """The run's usage as label/value pairs, skipping absent figures.
+
+    Submission stores ``total_<key>`` (the run-level figure as reported, else the sum over
+    tasks) beside what was reported; the total is the one to show."""
+    usage: dict[str, Any] = run.usage or {}
+    rows: list[tuple[str, str]] = []
+    for key, label, template in USAGE_FIGURES:
+        value = usage.get(f"total_{key}", usage.get(key))
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            rows.append((label, template.format(value)))
+    return rows
+
+
+def comparable_runs(run: Run, *, limit: int = 200) -> QuerySet[Run]:
+    """Other submitted runs on the same contract version, for the "Compare with…" picker."""
+    return (
+        Run.objects.filter(contract_version_id=run.contract_version_id, submitted_at__isnull=False)
+        .exclude(pk=run.pk)
+        .only("id", "agent_name", "agent_version", "model_name", "created_at")
+        .order_by("-created_at", "-id")[:limit]
+    )
+
+
+# --- progress ------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Segment:
+    status: str
+    count: int
+    percent: float
+    # Position and width on a 0..1000 axis, for the server-rendered SVG bar.
+    x: float
+    width: float
+
+
+@dataclass(frozen=True)
+class Progress:
+    total: int
+    counts: dict[str, int]
+    segments: list[Segment]
+    waiting: list[str] = field(default_factory=list)
+    ahead: list[str] = field(default_factory=list)
+
+    @property
+    def open(self) -> int:
+        return self.counts.get(ResultStatus.QUEUED, 0) + self.counts.get(ResultStatus.RUNNING, 0)
+
+    @property
+    def finished(self) -> int:
+        return self.total - self.open
+
+    @property
+    def percent_finished(self) -> float:
+        return 100.0 * self.finished / self.total if self.total else 0.0
+
+
+def evaluation_progress(evaluation: Evaluation) -> Progress:
+    """Live counts from one grouped query (status × queue × attempts: a handful of rows)."""
+    rows = (
+        TaskResult.objects.filter(evaluation=evaluation)
+        .values("status", "queue", "attempts")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    counts: dict[str, int] = {}
+    queued: dict[str, int] = {}
+    retrying = 0
+    next_attempt = 0
+    for row in rows:
+        status, n = row["status"], row["n"]
+        counts[status] = counts.get(status, 0) + n
+        if status == ResultStatus.QUEUED:
+            queued[row["queue"]] = queued.get(row["queue"], 0) + n
+        # A queued result with an earlier claim, or a running one past its first claim, lost a
+        # worker (lease expired and the reaper re-queued it): say so, it explains the wait.
+        attempt = row["attempts"] + (1 if status == ResultStatus.QUEUED else 0)
+        if status in (ResultStatus.QUEUED, ResultStatus.RUNNING) and attempt > 1:
+            retrying += n
+            next_attempt = max(next_attempt, attempt)
+    total = sum(counts.values())
+    waiting = _why_waiting(counts, queued, retrying, next_attempt)
+    ahead = _queue_position(evaluation, queued) if queued else []
+    return Progress(total, counts, _segments(counts, total), waiting, ahead)
+
+
+def _segments(counts: dict[str, int], total: int) -> list[Segment]:
+    segments: list[Segment] = []
+    x = 0.0
+    for status in PROGRESS_ORDER:
+        n = counts.get(status, 0)
+        if not n:
+            continue
+        width = 1000.0 * n / total
+        segments.append(Segment(status, n, 100.0 * n / total, round(x, 2), round(width, 2)))
+        x += width
+    return segments
+
+
+def _tasks(n: int) -> str:
+    return f"{n:,} task{'s' if n != 1 else ''}"
+
+
+def _why_waiting(
+    counts: dict[str, int], queued: dict[str, int], retrying: int, next_attempt: int
+) -> list[str]:
+    lines: list[str] = []
+    if queued.get(WorkQueue.SANDBOX):
+        lines.append(f"{_tasks(queued[WorkQueue.SANDBOX])} waiting for a sandbox worker")
+    if queued.get(WorkQueue.TEXT):
+        n = queued[WorkQueue.TEXT]
+        lines.append(f"{n:,} text task{'s' if n != 1 else ''} queued")
+    running = counts.get(ResultStatus.RUNNING, 0)
+    if running:
+        lines.append(f"{_tasks(running)} being verified now")
+    if retrying:
+        lines.append(
+            f"{retrying:,} retrying after a worker restart, "
+            f"attempt {next_attempt} of {settings.SECUREBENCH_MAX_ATTEMPTS}"
+        )
+    return lines
+
+
+def _queue_position(evaluation: Evaluation, queued: dict[str, int]) -> list[str]:
+    """Open results of earlier evaluations on the queues this one waits on (one query)."""
+    ahead = (
+        TaskResult.objects.filter(
+            evaluation_id__lt=evaluation.pk,
+            status__in=(ResultStatus.QUEUED, ResultStatus.RUNNING),
+            queue__in=list(queued),
+        )
+        .values("queue")
+        .annotate(n=Count("id"))
+        .order_by("queue")
+    )
+    return [
+        f"{_tasks(row['n'])} of earlier evaluations ahead on the {row['queue']} queue"
+        for row in ahead
+        if row["n"]
+    ]
+
+
+# --- scores and charts ---------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class FamilyRate:
+    family: str
+    passed: int
+    total: int
+    failed: int
+    error: int
+    pending: int
+
+    @property
+    def rate(self) -> float:
+        return self.passed / self.total if self.total else 0.0
+
+
+def family_rates(summary: dict[str, dict[str, int]]) -> list[FamilyRate]:
+    return [
+        FamilyRate(
+            family=name,
+            passed=int(counts.get("passed", 0)),
+            total=int(counts.get("total", 0)),
+            failed=int(counts.get("failed", 0)),
+            error=int(counts.get("error", 0)),
+            pending=int(counts.get("pending", 0)),
+        )
+        for name, counts in sorted((summary or {}).items())
+    ]
+
+
+def evaluation_interval(evaluation: Evaluation) -> Interval | None:
+    if evaluation.ci_low is None or evaluation.ci_high is None:
+        return None
+    return Interval(evaluation.ci_low, evaluation.ci_high)
+
+
+# --- results -------------------------------------------------------------------------------
+
+
+def evaluation_results(
+    evaluation: Evaluation,
+    *,
+    status: str = "",
+    family: str = "",
+    reason: str = "",
+    sort: str = "position",
+) -> QuerySet[TaskResult]:
+    results = TaskResult.objects.filter(evaluation=evaluation).select_related("task")
+    if status:
+        results = results.filter(status=status)
+    if family:
+        results = results.filter(family=family)
+    if reason:
+        results = results.filter(failure_reason=reason)
+    descending = sort.startswith("-")
+    names = RESULT_SORTS.get(sort.lstrip("-"), RESULT_SORTS["position"])
+    # Unfinished results have no duration: last either way, on SQLite and PostgreSQL alike.
+    order = [
+        F(name).desc(nulls_last=True) if descending else F(name).asc(nulls_last=True)
+        for name in names
+    ]
+    return results.only(*RESULT_LIST_FIELDS).order_by(*order)
+
+
+def failure_reasons(evaluation: Evaluation) -> list[str]:
+    return list(
+        TaskResult.objects.filter(evaluation=evaluation)
+        .exclude(failure_reason="")
+        .order_by("failure_reason")
+        .values_list("failure_reason", flat=True)
+        .distinct()
+    )
+
+
+@dataclass(frozen=True)
+class StatusChange:
+    result_id: int
+    task_id: str
+    family: str
+    before: str
+    after: str
+
+
+def evaluation_changes(
+    evaluation: Evaluation, previous: Evaluation, *, limit: int = 200
+) -> tuple[list[StatusChange], int]:
+    """Tasks whose status differs between two evaluations of a run, joined by task (1+1 query)."""
+    before = TaskResult.objects.filter(evaluation=previous, task_id=OuterRef("task_id"))
+    flipped = (
+        TaskResult.objects.filter(evaluation=evaluation)
+        .annotate(before=Subquery(before.values("status")[:1]))
+        .exclude(before__isnull=True)
+        .exclude(before=F("status"))
+    )
+    rows = flipped.order_by("position").values("id", "task__task_id", "family", "before", "status")[
+        :limit
+    ]
+    changes = [
+        StatusChange(r["id"], r["task__task_id"], r["family"], r["before"], r["status"])
+        for r in rows
+    ]
+    total = len(changes) if len(changes) < limit else flipped.count()
+    return changes, total
+
+
+# --- one result ----------------------------------------------------------------------------
+
+
+def result_get(run: Run, result_id: int) -> TaskResult:
+    # stdout and stderr are privileged: deferred so a page cannot render them by accident.
+    return get_object_or_404(
+        TaskResult.objects.select_related("evaluation", "task", "candidate").defer(
+            "stdout", "stderr"
+        ),
+        evaluation__run=run,
+        pk=result_id,
+    )
+
+
+def result_neighbours(result: TaskResult) -> dict[str, int | None]:
+    siblings = TaskResult.objects.filter(evaluation_id=result.evaluation_id)
+    before = siblings.filter(position__lt=result.position).order_by("-position")
+    after = siblings.filter(position__gt=result.position).order_by("position")
+    return {
+        "previous": before.values_list("id", flat=True).first(),
+        "next": after.values_list("id", flat=True).first(),
+    }
+
+
+def public_details(details: dict[str, Any]) -> list[tuple[str, int | float | bool]]:
+    """Only numbers and booleans (test counts, flags): strings, lists and objects can quote
+    hidden tests or expected values, so they stay privileged."""
+    return [
+        (key, value)
+        for key, value in sorted((details or {}).items())
+        if isinstance(value, int | float | bool)
+    ]
+
+
+@dataclass(frozen=True)
+class WorkspaceFile:
+    path: str
+    size: int
+    mode: str
+
+
+def workspace_files(files: dict[str, Any]) -> list[WorkspaceFile]:
+    listing: list[WorkspaceFile] = []
+    for path, entry in sorted((files or {}).items()):
+        encoded = entry.get("content_b64", "") if isinstance(entry, dict) else ""
+        mode = entry.get("mode", "") if isinstance(entry, dict) else ""
+        listing.append(WorkspaceFile(path, _decoded_size(encoded), _mode_text(mode)))
+    return listing
+
+
+def _decoded_size(encoded: str) -> int:
+    # Size from the encoded length: no need to decode megabytes just to print a number.
+    if not encoded:
+        return 0
+    padding = len(encoded) - len(encoded.rstrip("="))
+    return max(0, len(encoded) * 3 // 4 - padding)
+
+
+def _mode_text(mode: Any) -> str:
+    if isinstance(mode, int):
+        return f"{mode:o}"
+    return str(mode or "")
+
+
+# --- leaderboards --------------------------------------------------------------------------
+
+
+def _is_latest_done() -> Q:
+    later = Evaluation.objects.filter(
+        run=OuterRef("run"), status=EvaluationStatus.DONE, number__gt=OuterRef("number")
+    )
+    return Q(status=EvaluationStatus.DONE) & ~Q(Exists(later))
+
+
+def latest_done_evaluations() -> QuerySet[Evaluation]:
+    """The latest done evaluation of every submitted run (a run re-scored counts once)."""
+    return Evaluation.objects.filter(_is_latest_done(), run__submitted_at__isnull=False)
+
+
+def leaderboard_versions() -> QuerySet[ContractVersion]:
+    eligible = latest_done_evaluations().filter(
+        run__contract_version=OuterRef("pk"),
+        run__origin=CandidateOrigin.AGENT,
+        run__over_budget=False,
+    )
+    scored = latest_done_evaluations().filter(run__contract_version=OuterRef("pk"))
+    return (
+        ContractVersion.objects.filter(Exists(scored))
+        .select_related("pack")
+        .annotate(
+            run_count=Count("runs", filter=Q(runs__submitted_at__isnull=False), distinct=True),
+            best_score=Subquery(eligible.order_by("-score").values("score")[:1]),
+        )
+        .order_by("pack__pack_id", "-version")
+    )
+
+
+@dataclass
+class LeaderboardRow:
+    evaluation: Evaluation
+    rank: int = 0
+    tied: bool = False
+    # One entry per family of the version, None where this run has no result in it.
+    families: list[FamilyRate | None] = field(default_factory=list)
+
+    @property
+    def run(self) -> Run:
+        return self.evaluation.run
+
+
+@dataclass
+class Leaderboard:
+    families: list[str]
+    ranked: list[LeaderboardRow]
+    over_budget: list[LeaderboardRow]
+    reference: list[LeaderboardRow]
+
+
+def leaderboard(contract_version: ContractVersion) -> Leaderboard:
+    """Ranked runs, over-budget runs and reference runs of one version, from one query."""
+    evaluations = (
+        latest_done_evaluations()
+        .filter(run__contract_version=contract_version)
+        .select_related("run", "run__submitted_by")
+        .order_by(F("score").desc(nulls_last=True), "finished_at", "run_id")
+    )
+    names = sorted(contract_version.family_counts)
+    board = Leaderboard(names, [], [], [])
+    for evaluation in evaluations:
+        rates = {rate.family: rate for rate in family_rates(evaluation.family_summary)}
+        row = LeaderboardRow(evaluation, families=[rates.get(n) for n in names])
+        if evaluation.run.origin != CandidateOrigin.AGENT:
+            board.reference.append(row)
+        elif evaluation.run.over_budget:
+            board.over_budget.append(row)
+        else:
+            board.ranked.append(row)
+    _rank(board.ranked)
+    return board
+
+
+def _rank(rows: list[LeaderboardRow]) -> None:
+    """Competition ranking (1, 2, 2, 4); rows whose interval overlaps the leader's are ties
+    within noise — the data cannot tell them apart from the leader."""
+    if not rows:
+        return
+    leader = evaluation_interval(rows[0].evaluation)
+    previous_score: float | None = None
+    for index, row in enumerate(rows):
+        score = row.evaluation.score
+        row.rank = rows[index - 1].rank if index and score == previous_score else index + 1
+        previous_score = score
+        interval = evaluation_interval(row.evaluation)
+        row.tied = bool(index and leader and interval and interval.overlaps(leader))
+
+
+# --- compare -------------------------------------------------------------------------------
+
+
+class CompareError(Exception):
+    """Two runs that cannot be compared; the message is shown as is."""
+
+
+VERDICT_CATEGORIES = {
+    "both": "both passed",
+    "only_a": "only A passed",
+    "only_b": "only B passed",
+    "neither": "neither passed",
+}
+
+
+@dataclass(frozen=True)
+class Comparison:
+    a: Run
+    b: Run
+    evaluation_a: Evaluation
+    evaluation_b: Evaluation
+    counts: dict[str, int]
+    p_value: float
+
+    @property
+    def significant(self) -> bool:
+        return self.p_value < 0.05
+
+
+def latest_done_evaluation(run: Run) -> Evaluation | None:
+    return run.evaluations.filter(status=EvaluationStatus.DONE).order_by("-number").first()
+
+
+def _scored(run: Run) -> Evaluation:
+    evaluation = latest_done_evaluation(run)
+    if evaluation is None:
+        raise CompareError(
+            f"Run {run.pk} has no finished evaluation yet; compare it once scoring is done."
+        )
+    return evaluation
+
+
+def comparison(a: Run, b: Run) -> Comparison:
+    if a.contract_version_id != b.contract_version_id:
+        raise CompareError(
+            f"Run {a.pk} is on {a.contract_version} and run {b.pk} on {b.contract_version}: "
+            "only runs on the same contract version answer the same tasks, so only they can "
+            "be compared."
+        )
+    if a.pk == b.pk:
+        raise CompareError("Choose two different runs to compare.")
+    evaluation_a, evaluation_b = _scored(a), _scored(b)
+    rows = (
+        verdict_pairs(evaluation_a, evaluation_b)
+        .values("verdict")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    counts = dict.fromkeys(VERDICT_CATEGORIES, 0)
+    counts.update({row["verdict"]: row["n"] for row in rows})
+    p_value = mcnemar_exact_p(counts["only_a"], counts["only_b"])
+    return Comparison(a, b, evaluation_a, evaluation_b, counts, p_value)
+
+
+def verdict_pairs(evaluation_a: Evaluation, evaluation_b: Evaluation) -> QuerySet[Task]:
+    """Every task of the version with both verdicts side by side (one query, no N+1).
+
+    Built on the tasks, not on one evaluation's results, so a task missing from either
+    evaluation still counts (as not passed)."""
+
+    def pick(evaluation: Evaluation, field_name: str) -> Subquery:
+        results = TaskResult.objects.filter(evaluation=evaluation, task=OuterRef("pk"))
+        return Subquery(results.values(field_name)[:1])
+
+    passed = Value(ResultStatus.PASSED)
+    return (
+        Task.objects.filter(contract_version_id=evaluation_a.run.contract_version_id)
+        .annotate(
+            a_status=pick(evaluation_a, "status"),
+            b_status=pick(evaluation_b, "status"),
+            a_result=pick(evaluation_a, "id"),
+            b_result=pick(evaluation_b, "id"),
+        )
+        .annotate(
+            a_passed=Case(When(a_status=passed, then=1), default=0, output_field=IntegerField()),
+            b_passed=Case(When(b_status=passed, then=1), default=0, output_field=IntegerField()),
+        )
+        .annotate(
+            verdict=Case(
+                When(a_passed=1, b_passed=1, then=Value("both")),
+                When(a_passed=1, then=Value("only_a")),
+                When(b_passed=1, then=Value("only_b")),
+                default=Value("neither"),
+                output_field=CharField(),
+            )
+        )
+        .only("id", "task_id", "family", "position")
+        .order_by("position")
+    )

@@ -1,0 +1,113 @@
+"""Badges, scores, highlighted candidates and small SVG charts for run pages.
+
+Everything renders without ``style=`` attributes: the CSP allows styles from our stylesheet
+only, so colours come from classes and SVG sizes from presentation attributes.
+"""
+
+from __future__ import annotations
+
+from django import template
+from django.utils.html import format_html
+from django.utils.safestring import SafeString, mark_safe
+from pygments import highlight
+from pygments.formatters import HtmlFormatter
+from pygments.lexers import DiffLexer, PythonLexer, TextLexer
+
+from runs.selectors import FamilyRate
+
+register = template.Library()
+
+# Icon + word, so a badge reads the same in colour, greyscale and print (UI.md).
+BADGES = {
+    "passed": ("✓", "passed"),
+    "failed": ("✗", "failed"),
+    "error": ("⚠", "error"),
+    "pending": ("○", "pending"),
+    "queued": ("◷", "queued"),
+    "running": ("●", "running"),
+    "done": ("✓", "done"),
+}
+
+LEXERS = {"code": PythonLexer, "patch": DiffLexer}
+
+CHART_ROW = 26
+CHART_LABEL = 180
+CHART_BAR = 420
+
+
+@register.simple_tag
+def status_badge(status: str | None, title: str = "") -> SafeString:
+    # A run still being filled through the API has no evaluation yet.
+    if not status:
+        return mark_safe('<span class="badge badge-neutral">no evaluation</span>')  # noqa: S308
+    icon, word = BADGES.get(status, ("", status))
+    return format_html(
+        '<span class="badge status status-{}"{}>{} {}</span>',
+        status,
+        format_html(' title="{}"', title) if title else "",
+        icon,
+        word,
+    )
+
+
+def score_text(score: float | None, low: float | None, high: float | None) -> str:
+    """The score with the half width of its 95 % interval, as in "0.62 ± 0.07"."""
+    if score is None:
+        return "—"
+    if low is None or high is None:
+        return f"{score:.2f}"
+    return f"{score:.2f} ± {(high - low) / 2:.2f}"
+
+
+@register.simple_tag
+def score_ci(score: float | None, low: float | None, high: float | None) -> SafeString:
+    """The score, with the exact interval bounds on hover (Wilson intervals are asymmetric)."""
+    if score is None or low is None or high is None:
+        return format_html('<span class="score">{}</span>', score_text(score, low, high))
+    return format_html(
+        '<span class="score" title="95 % interval [{}, {}]">{}</span>',
+        f"{low:.3f}",
+        f"{high:.3f}",
+        score_text(score, low, high),
+    )
+
+
+@register.filter
+def highlight_candidate(text: str, kind: str) -> SafeString:
+    """Pygments-highlighted candidate with line numbers; Pygments escapes the text itself."""
+    lexer = LEXERS.get(kind, TextLexer)()
+    formatter = HtmlFormatter(cssclass="highlight", linenos="inline", wrapcode=True)
+    return mark_safe(highlight(text or "", lexer, formatter))  # noqa: S308 (escaped by Pygments)
+
+
+@register.inclusion_tag("runs/_family_chart.html")
+def family_chart(rates: list[FamilyRate]) -> dict:
+    rows = [
+        {
+            "rate": rate,
+            "bar_y": index * CHART_ROW + 4,
+            "text_y": index * CHART_ROW + 17,
+            "width": f"{CHART_BAR * rate.rate:.1f}",
+            "percent": f"{100 * rate.rate:.0f} %",
+        }
+        for index, rate in enumerate(rates)
+    ]
+    return {
+        "rows": rows,
+        "height": max(1, len(rows)) * CHART_ROW,
+        "label_x": CHART_LABEL - 8,
+        "bar_x": CHART_LABEL,
+        "bar_width": CHART_BAR,
+        "value_x": CHART_LABEL + CHART_BAR + 8,
+        "total_width": CHART_LABEL + CHART_BAR + 150,
+    }
+
+
+@register.simple_tag(takes_context=True)
+def sort_header(context, key: str, label: str, current: str) -> SafeString:
+    """A column header link that sorts by ``key``, and reverses when already sorted by it."""
+    query = context["request"].GET.copy()
+    query["sort"] = f"-{key}" if current == key else key
+    query.pop("page", None)
+    arrow = " ▲" if current == key else " ▼" if current == f"-{key}" else ""
+    return format_html('<a href="?{}">{}{}</a>', query.urlencode(), label, arrow)

@@ -1,0 +1,413 @@
+"""Run, result, leaderboard and comparison pages. Reads live in runs.selectors; writes in
+runs.services. Verifier output and detail strings are privileged and never rendered here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.files.uploadedfile import UploadedFile
+from django.core.files.uploadhandler import FileUploadHandler, StopUpload
+from django.core.paginator import Page, Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.csrf import csrf_exempt, csrf_protect
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HttpResponseClientRedirect
+
+from packs import selectors as pack_selectors
+from packs.services import upload_workspace
+from packs.uploads import ENVELOPE_BYTES, upload_was_too_large
+from runs import selectors
+from runs.bundle import BundleRejected, parse_bundle_file
+from runs.forms import (
+    CompareFilterForm,
+    ResultFilterForm,
+    RunFilterForm,
+    RunSubmitForm,
+    bundle_too_large_message,
+)
+from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunSource
+from runs.services import RunMetadata, evaluation_create, run_submit_bundle
+
+RUNS_PER_PAGE = 50
+RESULTS_PER_PAGE = 50
+VERDICTS_PER_PAGE = 50
+# htmx stops polling when the answer has this status (a documented htmx convention).
+HTMX_STOP_POLLING = 286
+
+
+def paginate(request: HttpRequest, items, per_page: int) -> Page:
+    return Paginator(items, per_page).get_page(request.GET.get("page"))
+
+
+def _cleaned(form, name: str, default=""):
+    # A bad value in one filter drops that filter only, not the others.
+    form.is_valid()
+    value = form.cleaned_data.get(name)
+    return default if value in (None, "") else value
+
+
+# --- runs list -----------------------------------------------------------------------------
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def run_list(request: HttpRequest) -> HttpResponse:
+    form = RunFilterForm(request.GET)
+    filters = {
+        "pack": _cleaned(form, "pack"),
+        "version": _cleaned(form, "version", None),
+        "agent": _cleaned(form, "agent"),
+        "status": _cleaned(form, "status"),
+    }
+    page = paginate(request, selectors.run_list(**filters), RUNS_PER_PAGE)
+    context = {
+        "page": page,
+        "filters": filters,
+        "filtered": any(value not in (None, "") for value in filters.values()),
+        "packs": selectors.packs_with_runs(),
+        "statuses": ["queued", "running", "done"],
+    }
+    template = "runs/run_list.html#run-table" if request.htmx else "runs/run_list.html"
+    return render(request, template, context)
+
+
+# --- submit --------------------------------------------------------------------------------
+
+
+class BundleSizeCap(FileUploadHandler):
+    """Stops storing the bundle once it passes SECUREBENCH_MAX_BUNDLE_BYTES (a chunked or
+    lying body), like the pack upload's cap but with the bundle limit."""
+
+    def __init__(self, request: HttpRequest | None = None) -> None:
+        super().__init__(request)
+        self.total = 0
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        self.total += len(raw_data)
+        if self.total > settings.SECUREBENCH_MAX_BUNDLE_BYTES:
+            if self.request is not None:
+                self.request.upload_too_large = True  # type: ignore[attr-defined]
+            raise StopUpload(connection_reset=False)
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        return None
+
+
+def _bundle_declared_too_large(request: HttpRequest) -> bool:
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        return True
+    return declared > settings.SECUREBENCH_MAX_BUNDLE_BYTES + ENVELOPE_BYTES
+
+
+def _submit_page(
+    request: HttpRequest,
+    form: RunSubmitForm,
+    *,
+    problems: list | None = None,
+    more: int = 0,
+    error: str = "",
+    status: int = 200,
+) -> HttpResponse:
+    template = "runs/submit.html#submit-form" if request.htmx else "runs/submit.html"
+    context = {
+        "form": form,
+        "problems": problems or [],
+        "more_problems": more,
+        "error": error,
+        "max_bundle": settings.SECUREBENCH_MAX_BUNDLE_BYTES,
+    }
+    # htmx swaps only 2xx answers by default; the form with its errors is still what to show.
+    return render(request, template, context, status=200 if request.htmx else status)
+
+
+def _submit_initial(request: HttpRequest) -> dict:
+    try:
+        version = int(request.GET.get("version", ""))
+    except ValueError:
+        return {}
+    contract_version = selectors.version_find(request.GET.get("pack", ""), version)
+    return {"contract_version": contract_version} if contract_version else {}
+
+
+# Upload handlers can only change before anything reads request.POST, and CsrfViewMiddleware
+# reads it; so the CSRF check moves inside, after the size cap is in place (as pack_upload).
+@csrf_exempt
+@login_required
+@permission_required("runs.add_run", raise_exception=True)
+@require_http_methods(["GET", "POST"])
+def run_submit(request: HttpRequest) -> HttpResponse:
+    if request.method != "POST":
+        return _submit_page(request, RunSubmitForm(initial=_submit_initial(request)))
+    if _bundle_declared_too_large(request):
+        return _submit_page(request, RunSubmitForm(), error=bundle_too_large_message(), status=413)
+    request.upload_handlers.insert(0, BundleSizeCap(request))
+    return _run_submit_post(request)
+
+
+@csrf_protect
+def _run_submit_post(request: HttpRequest) -> HttpResponse:
+    form = RunSubmitForm(request.POST, request.FILES)
+    if upload_was_too_large(request):
+        return _submit_page(request, form, error=bundle_too_large_message(), status=413)
+    if not form.is_valid():
+        return _submit_page(request, form, status=400)
+    data = form.cleaned_data
+    upload: UploadedFile = data["bundle"]
+    try:
+        with upload_workspace() as work:
+            path = _save_upload(upload, work)
+            bundle = parse_bundle_file(path, display_name=_display_name(upload))
+            metadata = _metadata(data, bundle.metadata)
+            if metadata is None:
+                form.add_error(
+                    "agent_name", "Give the agent's name, here or as agent_name in the bundle."
+                )
+                return _submit_page(request, form, status=400)
+            run, evaluation = run_submit_bundle(
+                contract_version=data["contract_version"],
+                bundle=bundle,
+                metadata=metadata,
+                source=RunSource.FORM,
+                user=request.user,
+            )
+    except BundleRejected as rejected:
+        form.add_error(None, str(rejected))
+        context_more = getattr(rejected, "more", 0)
+        return _submit_page(
+            request, form, problems=list(rejected.problems), more=context_more, status=400
+        )
+    messages.success(
+        request,
+        f"Run {run.pk} stored with {run.candidate_count} candidates; "
+        f"evaluation {evaluation.number} is queued.",
+    )
+    if run.over_budget:
+        notes = "; ".join(run.budget_notes)
+        messages.warning(request, f"This run is over the pack version's budgets: {notes}.")
+    url = reverse("runs:detail", args=[run.pk])
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+def _save_upload(upload: UploadedFile, folder: Path) -> Path:
+    # Keep the suffix: it tells the bundle reader a .jsonl from an archive.
+    name = (upload.name or "").lower()
+    suffix = next((s for s in (".tar.gz", ".tgz", ".zip") if name.endswith(s)), ".jsonl")
+    destination = folder / f"bundle{suffix}"
+    with destination.open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    return destination
+
+
+def _display_name(upload: UploadedFile) -> str:
+    # The client's file name is data: keep only its last component, printable, bounded.
+    name = Path((upload.name or "bundle").replace("\\", "/")).name
+    return "".join(ch for ch in name if ch.isprintable())[:120] or "bundle"
+
+
+def _metadata(data: dict, from_bundle: dict) -> RunMetadata | None:
+    """The form's fields; empty ones are filled from the bundle's run line by the service.
+    None when neither names the agent: a leaderboard row needs a name."""
+    if not (data.get("agent_name") or from_bundle.get("agent_name")):
+        return None
+    return RunMetadata(
+        agent_name=data.get("agent_name", ""),
+        agent_version=data.get("agent_version", ""),
+        model_name=data.get("model_name", ""),
+        notes=data.get("notes", ""),
+    )
+
+
+# --- one run -------------------------------------------------------------------------------
+
+
+def _selected_evaluation(request: HttpRequest, evaluations: list[Evaluation]) -> Evaluation | None:
+    number = request.GET.get("evaluation")
+    if not number:
+        return evaluations[0] if evaluations else None
+    for evaluation in evaluations:
+        if str(evaluation.number) == number:
+            return evaluation
+    raise Http404("No such evaluation of this run.")
+
+
+def _results_context(request: HttpRequest, run: Run, evaluation: Evaluation) -> dict:
+    form = ResultFilterForm(request.GET)
+    filters = {
+        "status": _cleaned(form, "status"),
+        "family": _cleaned(form, "family"),
+        "reason": _cleaned(form, "reason"),
+        "sort": _cleaned(form, "sort", "position"),
+    }
+    results = selectors.evaluation_results(evaluation, **filters)
+    return {
+        "results": paginate(request, results, RESULTS_PER_PAGE),
+        "result_filters": filters,
+        "results_filtered": any(filters[k] for k in ("status", "family", "reason")),
+        "result_statuses": ResultStatus.values,
+        "result_families": sorted(run.contract_version.family_counts),
+        "failure_reasons": selectors.failure_reasons(evaluation),
+    }
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_get(run_id)
+    evaluations = selectors.run_evaluations(run)
+    evaluation = _selected_evaluation(request, evaluations)
+    context: dict = {"run": run, "evaluation": evaluation, "evaluations": evaluations}
+    if evaluation is not None:
+        context.update(_results_context(request, run, evaluation))
+    if request.htmx and evaluation is not None:
+        return render(request, "runs/run_detail.html#results", context)
+    context.update(
+        cv=run.contract_version,
+        pack=run.contract_version.pack,
+        usage=selectors.usage_totals(run),
+        comparable=selectors.comparable_runs(run),
+        can_reevaluate=request.user.has_perm("runs.add_evaluation") and run.is_submitted,
+    )
+    if evaluation is not None:
+        context.update(_evaluation_context(evaluation, evaluations))
+    return render(request, "runs/run_detail.html", context)
+
+
+def _evaluation_context(evaluation: Evaluation, evaluations: list[Evaluation]) -> dict:
+    previous = next((e for e in evaluations if e.number == evaluation.number - 1), None)
+    context: dict = {
+        "progress": selectors.evaluation_progress(evaluation),
+        "family_rates": selectors.family_rates(evaluation.family_summary),
+        "previous": previous,
+    }
+    if previous is not None and previous.is_done and evaluation.is_done:
+        context["changes"], context["change_count"] = selectors.evaluation_changes(
+            evaluation, previous
+        )
+    return context
+
+
+@require_GET
+def evaluation_progress(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
+    run = selectors.run_get(run_id)
+    evaluation = selectors.evaluation_get(run, number)
+    context = {
+        "run": run,
+        "evaluation": evaluation,
+        "progress": selectors.evaluation_progress(evaluation),
+    }
+    response = render(request, "runs/run_detail.html#progress", context)
+    if evaluation.is_done:
+        # Stop polling, and reload the page once so the score, chart and results appear.
+        response.status_code = HTMX_STOP_POLLING
+        response["HX-Refresh"] = "true"
+    return response
+
+
+@require_POST
+@permission_required("runs.add_evaluation", raise_exception=True)
+def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_get(run_id)
+    if not run.is_submitted:
+        messages.error(request, "This run is still being filled through the API; submit it first.")
+        return redirect("runs:detail", run_id=run.pk)
+    evaluation = evaluation_create(run, created_by=request.user)
+    messages.success(request, f"Evaluation {evaluation.number} of run {run.pk} is queued.")
+    url = f"{reverse('runs:detail', args=[run.pk])}?evaluation={evaluation.number}"
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+# --- one result ----------------------------------------------------------------------------
+
+
+@require_GET
+def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResponse:
+    run = selectors.run_get(run_id)
+    result = selectors.result_get(run, result_id)
+    candidate = result.candidate
+    # Oracle candidates are the pack's reference solutions: privileged wherever shown.
+    withheld = run.origin == CandidateOrigin.ORACLE
+    context = {
+        "run": run,
+        "cv": run.contract_version,
+        "pack": run.contract_version.pack,
+        "result": result,
+        "evaluation": result.evaluation,
+        "details": selectors.public_details(result.details),
+        "neighbours": selectors.result_neighbours(result),
+        "candidate": None if withheld else candidate,
+        "candidate_withheld": withheld and candidate is not None,
+        "workspace": (
+            selectors.workspace_files(candidate.files)
+            if candidate is not None and not withheld and candidate.kind == "workspace"
+            else []
+        ),
+    }
+    return render(request, "runs/result_detail.html", context)
+
+
+# --- leaderboards --------------------------------------------------------------------------
+
+
+@require_GET
+def leaderboard_list(request: HttpRequest) -> HttpResponse:
+    return render(
+        request, "runs/leaderboard_list.html", {"versions": selectors.leaderboard_versions()}
+    )
+
+
+@require_GET
+def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
+    contract_version = pack_selectors.version_get(pack_id, version)
+    context = {
+        "cv": contract_version,
+        "pack": contract_version.pack,
+        "board": selectors.leaderboard(contract_version),
+    }
+    return render(request, "runs/leaderboard_detail.html", context)
+
+
+# --- compare -------------------------------------------------------------------------------
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def run_compare(request: HttpRequest) -> HttpResponse:
+    form = CompareFilterForm(request.GET)
+    if not form.is_valid() and ("a" in form.errors or "b" in form.errors):
+        return _compare_error(request, "Choose two runs to compare: ?a=RUN&b=RUN.")
+    a = selectors.run_get(form.cleaned_data["a"])
+    b = selectors.run_get(form.cleaned_data["b"])
+    try:
+        comparison = selectors.comparison(a, b)
+    except selectors.CompareError as exc:
+        return _compare_error(request, str(exc), a=a, b=b)
+    category = form.cleaned_data.get("category") or ""
+    pairs = selectors.verdict_pairs(comparison.evaluation_a, comparison.evaluation_b)
+    if category:
+        pairs = pairs.filter(verdict=category)
+    context = {
+        "comparison": comparison,
+        "cv": a.contract_version,
+        "category": category,
+        "categories": selectors.VERDICT_CATEGORIES,
+        "page": paginate(request, pairs, VERDICTS_PER_PAGE),
+    }
+    template = "runs/compare.html#verdicts" if request.htmx else "runs/compare.html"
+    return render(request, template, context)
+
+
+def _compare_error(
+    request: HttpRequest, message: str, *, a: Run | None = None, b: Run | None = None
+) -> HttpResponse:
+    context = {"error": message, "a": a, "b": b}
+    return render(request, "runs/compare.html", context, status=400)

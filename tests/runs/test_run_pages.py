@@ -1,0 +1,958 @@
+"""Run, result, leaderboard and comparison pages, read as a user reads them."""
+
+from __future__ import annotations
+
+import base64
+import json
+from datetime import timedelta
+
+import pytest
+from django.contrib.auth.models import Permission, User
+from django.core.files.uploadedfile import SimpleUploadedFile
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+from django.utils import timezone
+
+from packs.models import ContractVersion
+from packs.services import pack_import_folder
+from runs.models import (
+    Candidate,
+    CandidateOrigin,
+    Evaluation,
+    EvaluationStatus,
+    ResultStatus,
+    Run,
+    RunSource,
+    TaskResult,
+    WorkQueue,
+)
+from runs.stats import wilson_interval
+from tests.conftest import mc_row
+
+pytestmark = pytest.mark.django_db
+
+MARK = "PRIVILEGED-MARK-9f3e"
+PASSED, FAILED, ERROR = ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR
+QUEUED, RUNNING, PENDING = ResultStatus.QUEUED, ResultStatus.RUNNING, ResultStatus.PENDING
+
+
+# --- data ------------------------------------------------------------------------------------
+
+
+def import_version(make_pack, pack_id: str = "demo", tasks: int = 4, version: int = 1, **extra):
+    rows = [mc_row(f"q{i}") for i in range(1, tasks + 1)]
+    rows += extra.get("rows", [])
+    manifest = {"id": pack_id, "version": version, **extra.get("manifest", {})}
+    return pack_import_folder(folder=make_pack(manifest, rows)).contract_version
+
+
+@pytest.fixture
+def cv(make_pack) -> ContractVersion:
+    """Four multiple-choice tasks and one deferred tool_call task (two families)."""
+    return import_version(
+        make_pack,
+        rows=[{"id": "t1", "family": "tool_call", "input": {"goal": "x"}, "eval": {}}],
+    )
+
+
+def make_run(cv: ContractVersion, agent: str = "agent-a", **fields) -> Run:
+    fields.setdefault("submitted_at", timezone.now())
+    return Run.objects.create(
+        contract_version=cv, agent_name=agent, source=RunSource.FORM, **fields
+    )
+
+
+def make_evaluation(
+    run: Run,
+    statuses: list[str],
+    *,
+    number: int = 1,
+    done: bool | None = None,
+    queue: str = WorkQueue.TEXT,
+    **fields,
+) -> Evaluation:
+    """An evaluation with one result per status, on the version's tasks in order.
+
+    Done (when every status is final) means the totals, score, interval and family summary are
+    filled as the worker fills them."""
+    tasks = list(run.contract_version.tasks.order_by("position")[: len(statuses)])
+    assert len(tasks) == len(statuses)
+    final = all(s in (PASSED, FAILED, ERROR, PENDING) for s in statuses)
+    done = final if done is None else done
+    evaluation = Evaluation.objects.create(
+        run=run,
+        number=number,
+        evaluator="securebench@1",
+        status=EvaluationStatus.DONE if done else EvaluationStatus.RUNNING,
+        finished_at=timezone.now() if done else None,
+    )
+    lease = timezone.now() + timedelta(minutes=1)
+    TaskResult.objects.bulk_create(
+        TaskResult(
+            evaluation=evaluation,
+            task=task,
+            family=task.family,
+            position=task.position,
+            queue=queue,
+            status=status,
+            score=1.0 if status == PASSED else 0.0,
+            failure_reason="wrong_answer" if status == FAILED else "",
+            duration_seconds=0.5 + task.position if status in (PASSED, FAILED) else None,
+            lease_expires_at=lease if status == RUNNING else None,
+        )
+        for task, status in zip(tasks, statuses, strict=True)
+    )
+    if done:
+        _fill_summary(evaluation, tasks, statuses)
+    Evaluation.objects.filter(pk=evaluation.pk).update(**fields)
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+def _fill_summary(evaluation: Evaluation, tasks, statuses: list[str]) -> None:
+    summary: dict[str, dict[str, int]] = {}
+    for task, status in zip(tasks, statuses, strict=True):
+        counts = summary.setdefault(
+            task.family, {"total": 0, "passed": 0, "failed": 0, "error": 0, "pending": 0}
+        )
+        counts["total"] += 1
+        counts[status] += 1
+    passed = statuses.count(PASSED)
+    interval = wilson_interval(passed, len(statuses))
+    evaluation.total = len(statuses)
+    evaluation.passed, evaluation.failed = passed, statuses.count(FAILED)
+    evaluation.errored, evaluation.pending = statuses.count(ERROR), statuses.count(PENDING)
+    evaluation.score = passed / len(statuses)
+    evaluation.ci_low, evaluation.ci_high = interval.low, interval.high
+    evaluation.family_summary = summary
+    evaluation.save()
+
+
+def user_with(name: str, *codenames: str) -> User:
+    user = User.objects.create_user(name, password="pw-for-tests-only")
+    for codename in codenames:
+        user.user_permissions.add(Permission.objects.get(codename=codename))
+    return user
+
+
+def page(client, url: str, **params) -> str:
+    response = client.get(url, params)
+    assert response.status_code == 200, response.status_code
+    return response.content.decode()
+
+
+def run_url(run: Run) -> str:
+    return reverse("runs:detail", args=[run.pk])
+
+
+# --- runs list -------------------------------------------------------------------------------
+
+
+def test_the_runs_list_says_how_to_submit_when_there_are_no_runs(client):
+    body = page(client, reverse("runs:list"))
+
+    assert "No runs yet — submit one with the" in body
+    assert "manage.py submit_run" in body
+
+
+def test_the_runs_list_shows_each_runs_latest_evaluation_and_budget(client, cv):
+    run = make_run(cv, "solver", agent_version="2.1", model_name="gpt-x", over_budget=True)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    make_evaluation(run, [PASSED, PASSED, FAILED, FAILED, PENDING], number=2)
+
+    body = page(client, reverse("runs:list"))
+
+    assert f"#{run.pk}" in body and "solver" in body and "2.1" in body and "gpt-x" in body
+    assert "demo v1" in body
+    assert "0.40 ± 0." in body  # evaluation 2: 2 of 5
+    assert "2 / 5" in body
+    assert "⚠ over budget" in body
+
+
+def test_runs_can_be_filtered_by_pack_version_agent_and_status(client, make_pack, cv):
+    other = import_version(make_pack, "other", tasks=2)
+    other_v2 = import_version(make_pack, "other", tasks=2, version=2)
+    alpha = make_run(cv, "alpha")
+    make_evaluation(alpha, [PASSED, PASSED, PASSED, PASSED, PENDING])
+    beta = make_run(other, "beta")
+    make_evaluation(beta, [RUNNING, QUEUED])
+    gamma = make_run(other_v2, "gamma")
+
+    def agents(**params) -> set[str]:
+        body = page(client, reverse("runs:list"), **params)
+        return {name for name in ("alpha", "beta", "gamma") if f">{name}</a>" in body}
+
+    assert agents() == {"alpha", "beta", "gamma"}
+    assert agents(pack="other") == {"beta", "gamma"}
+    assert agents(pack="other", version=2) == {"gamma"}
+    assert agents(agent="alp") == {"alpha"}
+    assert agents(status="running") == {"beta"}
+    assert agents(status="done") == {"alpha"}
+    assert "No run matches these filters." in page(client, reverse("runs:list"), agent="zzz")
+    assert gamma.pk  # gamma has no evaluation: it matches no status filter
+    assert agents(status="queued") == set()
+
+
+def test_the_runs_list_pages_by_fifty_with_totals(client, cv):
+    Run.objects.bulk_create(
+        Run(contract_version=cv, agent_name=f"bot{i}", source=RunSource.API) for i in range(55)
+    )
+
+    first = page(client, reverse("runs:list"))
+    second = page(client, reverse("runs:list"), page=2)
+
+    assert "1–50 of 55" in first
+    assert "51–55 of 55" in second
+
+
+def test_an_htmx_filter_request_gets_only_the_table(client, cv):
+    make_run(cv, "alpha")
+
+    response = client.get(reverse("runs:list"), {"agent": "alp"}, HTTP_HX_REQUEST="true")
+
+    body = response.content.decode()
+    assert body.lstrip().startswith('<div id="run-table">')
+    assert "<html" not in body and "alpha" in body
+    assert "HX-Request" in response["Vary"]
+
+
+# --- submit ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def submitter(client) -> User:
+    user = user_with("submitter", "add_run")
+    client.force_login(user)
+    return user
+
+
+def bundle(*lines: dict, name: str = "candidates.jsonl") -> SimpleUploadedFile:
+    return SimpleUploadedFile(name, "".join(json.dumps(line) + "\n" for line in lines).encode())
+
+
+def answer(task_id: str, text: str) -> dict:
+    return {"task_id": task_id, "candidate": {"kind": "text", "text": f"Answer: {text}"}}
+
+
+def test_anonymous_visitors_are_sent_to_sign_in_before_submitting(client):
+    response = client.get(reverse("runs:submit"))
+
+    assert response.status_code == 302
+    assert response["Location"].startswith(reverse("login"))
+
+
+def test_a_user_without_the_permission_cannot_submit(client):
+    client.force_login(user_with("viewer"))
+
+    assert client.get(reverse("runs:submit")).status_code == 403
+
+
+def test_the_form_can_be_prefilled_with_a_pack_version(client, submitter, cv):
+    body = page(client, reverse("runs:submit"), pack="demo", version=1)
+
+    assert f'<option value="{cv.pk}" selected>demo v1</option>' in body
+    assert "Up to 64.0" in body  # the bundle size limit is stated
+
+
+def test_submitting_a_bundle_stores_the_run_and_queues_its_evaluation(client, submitter, cv):
+    response = client.post(
+        reverse("runs:submit"),
+        {
+            "contract_version": cv.pk,
+            "agent_name": "form-agent",
+            "agent_version": "0.3",
+            "model_name": "tiny",
+            "bundle": bundle(answer("q1", "B"), answer("q2", "A")),
+        },
+    )
+
+    run = Run.objects.get()
+    assert response.status_code == 302
+    assert response["Location"] == run_url(run)
+    assert (run.agent_name, run.agent_version, run.model_name) == ("form-agent", "0.3", "tiny")
+    assert run.source == RunSource.FORM and run.submitted_by == submitter
+    assert run.evaluations.get().number == 1
+    body = page(client, response["Location"])
+    assert f"Run {run.pk} stored with 2 candidates; evaluation 1 is queued." in body
+
+
+def test_the_agent_name_can_come_from_the_bundles_run_line(client, submitter, cv):
+    response = client.post(
+        reverse("runs:submit"),
+        {
+            "contract_version": cv.pk,
+            "bundle": bundle({"run": {"agent_name": "from-bundle"}}, answer("q1", "B")),
+        },
+    )
+
+    assert response.status_code == 302
+    assert Run.objects.get().agent_name == "from-bundle"
+
+
+def test_a_bundle_without_any_agent_name_is_refused_at_the_field(client, submitter, cv):
+    response = client.post(
+        reverse("runs:submit"),
+        {"contract_version": cv.pk, "bundle": bundle(answer("q1", "B"))},
+    )
+
+    assert response.status_code == 400
+    assert "Give the agent&#x27;s name, here or as agent_name in the bundle." in (
+        response.content.decode()
+    )
+    assert not Run.objects.exists()
+
+
+def test_bundle_problems_name_file_line_and_field_and_keep_the_choices(client, submitter, cv):
+    response = client.post(
+        reverse("runs:submit"),
+        {
+            "contract_version": cv.pk,
+            "agent_name": "kept-agent",
+            "model_name": "kept-model",
+            "bundle": bundle(answer("q1", "B"), {"task_id": "q2", "candidate": {"kind": "x"}}),
+        },
+    )
+
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "The run was not stored." in body
+    assert (
+        'candidates.jsonl</span> line 2, field <span class="mono">candidate.kind</span>: '
+        "must be one of text, code, patch, workspace" in body
+    )
+    assert 'value="kept-agent"' in body and 'value="kept-model"' in body
+    assert f'<option value="{cv.pk}" selected>' in body
+    assert not Run.objects.exists()
+
+
+def test_unknown_task_ids_are_refused_with_their_line(client, submitter, cv):
+    response = client.post(
+        reverse("runs:submit"),
+        {
+            "contract_version": cv.pk,
+            "agent_name": "a",
+            "bundle": bundle(answer("q1", "B"), answer("nope", "B")),
+        },
+    )
+
+    body = response.content.decode()
+    assert response.status_code == 400
+    assert "line 2" in body and "nope" in body
+    assert not Run.objects.exists()
+
+
+def test_a_file_that_is_not_a_bundle_is_refused_by_its_name(client, submitter, cv):
+    response = client.post(
+        reverse("runs:submit"),
+        {
+            "contract_version": cv.pk,
+            "agent_name": "a",
+            "bundle": SimpleUploadedFile("notes.txt", b"hello"),
+        },
+    )
+
+    assert response.status_code == 400
+    assert "Upload a .jsonl, .zip or .tar.gz bundle." in response.content.decode()
+
+
+def test_a_bundle_over_the_size_limit_is_refused(client, submitter, cv, settings):
+    settings.SECUREBENCH_MAX_BUNDLE_BYTES = 100
+
+    response = client.post(
+        reverse("runs:submit"),
+        {
+            "contract_version": cv.pk,
+            "agent_name": "a",
+            "bundle": bundle(*(answer(f"q{i}", "B" * 20) for i in range(1, 5))),
+        },
+    )
+
+    assert response.status_code == 413
+    assert "The bundle is larger than the 100\xa0bytes limit." in response.content.decode()
+    assert not Run.objects.exists()
+
+
+def test_an_htmx_submit_redirects_the_browser_to_the_run(client, submitter, cv):
+    response = client.post(
+        reverse("runs:submit"),
+        {"contract_version": cv.pk, "agent_name": "a", "bundle": bundle(answer("q1", "B"))},
+        HTTP_HX_REQUEST="true",
+    )
+
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == run_url(Run.objects.get())
+
+
+# --- run page --------------------------------------------------------------------------------
+
+
+def test_the_run_page_shows_facts_score_and_family_chart(client, cv):
+    run = make_run(
+        cv,
+        "solver",
+        model_name="m-1",
+        usage={"wall_seconds": 12.5, "input_tokens": 1200, "total_usd": 0.5},
+    )
+    make_evaluation(run, [PASSED, PASSED, FAILED, ERROR, PENDING], score=0.62, ci_low=0.55)
+    Evaluation.objects.filter(run=run).update(ci_high=0.69)
+
+    body = page(client, run_url(run))
+
+    assert f"Run #{run.pk} — solver" in body
+    assert "demo v1" in body and "m-1" in body
+    assert "0.62 ± 0.07" in body and "[0.55, 0.69]" in body
+    assert "12.5 s" in body and "1,200" in body and "$0.50" in body
+    assert '<svg class="family-chart"' in body
+    assert ">multiple_choice</text>" in body and "50 % · 2/4" in body
+    assert ">tool_call</text>" in body
+    assert ' style="' not in body  # the CSP allows no inline styles
+
+
+def test_an_over_budget_run_says_why_and_that_it_is_not_ranked(client, cv):
+    run = make_run(
+        cv, over_budget=True, budget_notes=["task q1 used 500 tokens, over the budget of 100"]
+    )
+
+    body = page(client, run_url(run))
+
+    assert "Over budget." in body
+    assert "scored, but it is not eligible for the leaderboard" in body
+    assert "task q1 used 500 tokens, over the budget of 100" in body
+
+
+def test_the_evaluation_selector_lists_every_evaluation_and_defaults_to_the_latest(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [FAILED, FAILED, FAILED, FAILED, PENDING])
+    make_evaluation(run, [RUNNING, QUEUED, QUEUED, QUEUED, PENDING], number=2)
+
+    latest = page(client, run_url(run))
+    first = page(client, run_url(run), evaluation=1)
+
+    assert "Evaluation 2 <span" in latest and 'href="?evaluation=1"' in latest
+    assert "Evaluation 1 <span" in first
+    assert client.get(run_url(run), {"evaluation": 9}).status_code == 404
+    assert client.get(reverse("runs:detail", args=[run.pk + 100])).status_code == 404
+
+
+def test_a_running_evaluation_polls_and_says_why_it_waits(client, cv, settings):
+    settings.SECUREBENCH_MAX_ATTEMPTS = 3
+    run = make_run(cv)
+    evaluation = make_evaluation(
+        run, [PASSED, RUNNING, QUEUED, QUEUED, PENDING], queue=WorkQueue.SANDBOX
+    )
+    evaluation.results.filter(status=RUNNING).update(attempts=2)
+
+    body = page(client, run_url(run))
+    progress = reverse("runs:progress", args=[run.pk, 1])
+
+    assert f'hx-get="{progress}" hx-trigger="every 2s"' in body
+    assert "2 tasks waiting for a sandbox worker" in body
+    assert "1 task being verified now" in body
+    assert "1 retrying after a worker restart, attempt 2 of 3" in body
+    assert "2 of 5 tasks finished (40 %)" in body
+    assert 'class="seg seg-running"' in body and "queued: 2 (40.0 %)" in body
+
+
+def test_a_queued_evaluation_shows_its_position_in_the_queue(client, cv):
+    earlier = make_evaluation(make_run(cv, "first"), [QUEUED, QUEUED, QUEUED, RUNNING, PENDING])
+    later = make_run(cv, "second")
+    make_evaluation(later, [QUEUED, QUEUED, PASSED, PASSED, PENDING])
+
+    body = page(client, run_url(later))
+
+    assert earlier.pk < later.evaluations.get().pk
+    assert "2 text tasks queued" in body
+    assert "Position in queue: 4 tasks of earlier evaluations ahead on the text queue." in body
+
+
+def test_the_progress_fragment_answers_286_once_the_evaluation_is_done(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    make_evaluation(run, [PASSED, RUNNING, QUEUED, FAILED, PENDING], number=2)
+
+    done = client.get(reverse("runs:progress", args=[run.pk, 1]), HTTP_HX_REQUEST="true")
+    running = client.get(reverse("runs:progress", args=[run.pk, 2]), HTTP_HX_REQUEST="true")
+
+    assert done.status_code == 286
+    assert done["HX-Refresh"] == "true"
+    assert "hx-trigger" not in done.content.decode()
+    assert "Scoring is finished." in done.content.decode()
+    assert running.status_code == 200
+    assert 'hx-trigger="every 2s"' in running.content.decode()
+    assert client.get(reverse("runs:progress", args=[run.pk, 7])).status_code == 404
+
+
+def test_results_can_be_filtered_by_status_family_and_reason(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, ERROR, PENDING])
+
+    def tasks(**params) -> list[str]:
+        body = page(client, run_url(run), **params)
+        return [t for t in ("q1", "q2", "q3", "q4", "t1") if f">{t}</a></td>" in body]
+
+    assert tasks() == ["q1", "q2", "q3", "q4", "t1"]
+    assert tasks(status="failed") == ["q2", "q3"]
+    assert tasks(family="tool_call") == ["t1"]
+    assert tasks(reason="wrong_answer") == ["q2", "q3"]
+    assert "No result matches these filters." in page(
+        client, run_url(run), status="passed", family="tool_call"
+    )
+
+
+def test_results_sort_by_column_and_reverse(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [FAILED, PASSED, ERROR, PASSED, PENDING])
+
+    def order(sort: str) -> list[str]:
+        body = page(client, run_url(run), sort=sort)
+        found = [(body.index(f">{t}</a></td>"), t) for t in ("q1", "q2", "q3", "q4", "t1")]
+        return [t for _, t in sorted(found)]
+
+    assert order("position") == ["q1", "q2", "q3", "q4", "t1"]
+    assert order("-task") == ["t1", "q4", "q3", "q2", "q1"]
+    assert order("status") == ["q3", "q1", "q2", "q4", "t1"]  # error, failed, passed, pending
+    assert order("duration") == ["q1", "q2", "q4", "q3", "t1"]  # unfinished last
+    assert order("-duration") == ["q4", "q2", "q1", "t1", "q3"]
+
+
+def test_results_page_by_fifty_and_htmx_gets_only_the_table(client, make_pack):
+    cv = import_version(make_pack, "big", tasks=60)
+    run = make_run(cv)
+    make_evaluation(run, [PASSED] * 60)
+
+    second = page(client, run_url(run), page=2)
+    partial = client.get(run_url(run), {"status": "passed"}, HTTP_HX_REQUEST="true")
+
+    assert "51–60 of 60" in second and ">q51</a>" in second and ">q50</a>" not in second
+    assert partial.content.decode().lstrip().startswith('<div id="results">')
+    assert "1–50 of 60" in partial.content.decode()
+    assert "HX-Request" in partial["Vary"]
+
+
+def test_changes_from_the_previous_evaluation_list_flipped_tasks(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    make_evaluation(run, [PASSED, PASSED, ERROR, FAILED, PENDING], number=2)
+
+    body = page(client, run_url(run))
+
+    assert "Changes from evaluation 1" in body
+    assert "2 tasks changed status." in body
+    section = body[body.index("Changes from evaluation 1") : body.index("<h2>Results</h2>")]
+    assert ">q2</a>" in section and ">q3</a>" in section and ">q1</a>" not in section
+
+
+def test_only_users_with_the_permission_can_re_evaluate(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    url = reverse("runs:reevaluate", args=[run.pk])
+
+    anonymous = client.post(url)
+    client.force_login(user_with("viewer"))
+    without = client.post(url)
+    page_without = page(client, run_url(run))
+
+    assert anonymous.status_code == 403 and without.status_code == 403
+    assert "Re-evaluate" not in page_without
+    assert run.evaluations.count() == 1
+
+
+def test_re_evaluating_creates_evaluation_two_and_shows_it(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    reviewer = user_with("reviewer", "add_evaluation")
+    client.force_login(reviewer)
+    assert "Re-evaluate" in page(client, run_url(run))
+
+    response = client.post(reverse("runs:reevaluate", args=[run.pk]))
+
+    assert response.status_code == 302
+    assert response["Location"] == f"{run_url(run)}?evaluation=2"
+    second = run.evaluations.get(number=2)
+    assert second.created_by == reviewer
+    assert run.evaluations.get(number=1).is_done  # the old evaluation stays
+    assert "Evaluation 2 of run" in page(client, response["Location"])
+
+
+# --- result page -----------------------------------------------------------------------------
+
+
+def result_for(run: Run, task_id: str) -> TaskResult:
+    return TaskResult.objects.get(evaluation__run=run, task__task_id=task_id)
+
+
+def result_url(result: TaskResult) -> str:
+    return reverse("runs:result", args=[result.evaluation.run_id, result.pk])
+
+
+def test_the_result_page_shows_the_verdict_and_links_the_task(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    result = result_for(run, "q2")
+    TaskResult.objects.filter(pk=result.pk).update(
+        sandbox_backend="bwrap", sandbox_image="python:3.11", attempts=1, worker="w1@host"
+    )
+
+    body = page(client, result_url(result))
+
+    assert reverse("packs:task", args=["demo", 1, "q2"]) in body
+    assert "wrong_answer" in body and "bwrap" in body and "python:3.11" in body
+    assert "w1@host" in body and "multiple_choice" in body
+    assert reverse("runs:result", args=[run.pk, result_for(run, "q1").pk]) in body
+    assert reverse("runs:result", args=[run.pk, result_for(run, "q3").pk]) in body
+
+
+def test_verifier_output_and_detail_strings_are_never_shown(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    result = result_for(run, "q2")
+    TaskResult.objects.filter(pk=result.pk).update(
+        stdout=f"stdout {MARK}-out",
+        stderr=f"stderr {MARK}-err",
+        details={
+            "tests_passed": 3,
+            "tests_failed": 1,
+            "timed_out": False,
+            "expected": f"{MARK}-detail",
+            "failing_test": [f"{MARK}-list"],
+            "nested": {"hidden": f"{MARK}-dict"},
+        },
+    )
+
+    body = page(client, result_url(result))
+
+    assert MARK not in body
+    assert "tests_passed" in body and "tests_failed" in body and "timed_out" in body
+    assert "expected" not in body and "failing_test" not in body
+    assert "Verifier output and messages are privileged: reviewers see them in debug mode." in body
+
+
+def test_a_code_candidate_is_highlighted(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    result = result_for(run, "q1")
+    candidate = Candidate.objects.create(
+        run=run, task=result.task, kind="code", text="def add(a, b):\n    return a + b\n"
+    )
+    TaskResult.objects.filter(pk=result.pk).update(candidate=candidate)
+
+    body = page(client, result_url(result))
+
+    assert '<span class="k">def</span>' in body
+    assert '<span class="linenos">2</span>' in body
+    assert ' style="' not in body
+
+
+def test_candidate_text_is_escaped_and_patches_are_coloured(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    first, second = result_for(run, "q1"), result_for(run, "q2")
+    script = Candidate.objects.create(
+        run=run, task=first.task, kind="text", text="<script>alert(1)</script>"
+    )
+    patch = Candidate.objects.create(
+        run=run, task=second.task, kind="patch", text="--- a/x.py\n+++ b/x.py\n-old\n+new\n"
+    )
+    TaskResult.objects.filter(pk=first.pk).update(candidate=script)
+    TaskResult.objects.filter(pk=second.pk).update(candidate=patch)
+
+    text_body = page(client, result_url(first))
+    patch_body = page(client, result_url(second))
+
+    assert "<script>alert(1)</script>" not in text_body
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in text_body
+    assert '<span class="gi">+new' in patch_body and '<span class="gd">-old' in patch_body
+
+
+def test_a_workspace_candidate_lists_its_files_with_sizes(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    result = result_for(run, "q1")
+    content = base64.b64encode(b"x" * 1500).decode()
+    candidate = Candidate.objects.create(
+        run=run,
+        task=result.task,
+        kind="workspace",
+        files={"src/app.py": {"content_b64": content, "mode": 0o755}},
+    )
+    TaskResult.objects.filter(pk=result.pk).update(candidate=candidate)
+
+    body = page(client, result_url(result))
+
+    assert "src/app.py" in body and "1.5\xa0KB" in body and ">755<" in body
+
+
+def test_oracle_candidates_are_withheld(client, cv):
+    run = make_run(cv, "oracle", origin=CandidateOrigin.ORACLE)
+    make_evaluation(run, [PASSED, PASSED, PASSED, PASSED, PENDING])
+    result = result_for(run, "q1")
+    candidate = Candidate.objects.create(
+        run=run, task=result.task, kind="text", text=f"Answer: B {MARK}"
+    )
+    TaskResult.objects.filter(pk=result.pk).update(candidate=candidate)
+
+    body = page(client, result_url(result))
+
+    assert MARK not in body
+    assert "Candidate withheld: oracle candidates are reference solutions (privileged)" in body
+
+
+def test_a_result_of_another_run_is_not_found(client, cv):
+    first, second = make_run(cv), make_run(cv, "b")
+    make_evaluation(first, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    result = result_for(first, "q1")
+
+    response = client.get(reverse("runs:result", args=[second.pk, result.pk]))
+
+    assert response.status_code == 404
+
+
+# --- leaderboards ----------------------------------------------------------------------------
+
+
+def scored_run(cv, agent: str, passed: int, total: int, **fields) -> Run:
+    """A done run passing ``passed`` of the first ``total`` tasks."""
+    run = make_run(cv, agent, **fields)
+    make_evaluation(run, [PASSED] * passed + [FAILED] * (total - passed))
+    return run
+
+
+@pytest.fixture
+def big(make_pack) -> ContractVersion:
+    return import_version(make_pack, "board", tasks=40)
+
+
+def test_the_leaderboards_page_says_when_nothing_is_scored(client, cv):
+    make_run(cv)
+
+    body = page(client, reverse("runs:leaderboards"))
+
+    assert "No leaderboards yet" in body
+
+
+def test_the_leaderboards_page_lists_scored_versions_with_best_score(client, big, cv):
+    scored_run(big, "a", 30, 40)
+    scored_run(big, "b", 36, 40, over_budget=True)
+    make_run(cv)
+
+    body = page(client, reverse("runs:leaderboards"))
+
+    assert reverse("runs:leaderboard", args=["board", 1]) in body
+    assert reverse("runs:leaderboard", args=["demo", 1]) not in body
+    assert "0.75" in body  # the over-budget 0.90 is not the best eligible score
+    assert "0.90" not in body
+
+
+def test_the_leaderboard_ranks_by_score_and_marks_ties_within_noise(client, big):
+    scored_run(big, "leader", 36, 40)
+    scored_run(big, "close", 34, 40)
+    scored_run(big, "far", 10, 40)
+
+    body = page(client, reverse("runs:leaderboard", args=["board", 1]))
+
+    assert body.index(">leader</a>") < body.index(">close</a>") < body.index(">far</a>")
+    rows = body[: body.index("</table>")].split("<tr")
+    close = next(r for r in rows if ">close</a>" in r)
+    far = next(r for r in rows if ">far</a>" in r)
+    leader = next(r for r in rows if ">leader</a>" in r)
+    assert "tied within noise" in close
+    assert "tied within noise" not in far and "tied within noise" not in leader
+    assert "36/40" in leader  # passed per family (all multiple_choice here)
+
+
+def test_over_budget_and_reference_runs_are_listed_apart(client, big):
+    scored_run(big, "honest", 20, 40)
+    scored_run(big, "spender", 39, 40, over_budget=True, budget_notes=["used 9,000 tokens"])
+    scored_run(big, "the-oracle", 40, 40, origin=CandidateOrigin.ORACLE)
+
+    body = page(client, reverse("runs:leaderboard", args=["board", 1]))
+
+    ranked = body[: body.index("<h2>Over budget</h2>")]
+    over = body[body.index("<h2>Over budget</h2>") : body.index("<h2>Reference runs</h2>")]
+    reference = body[body.index("<h2>Reference runs</h2>") :]
+    assert "honest" in ranked and "spender" not in ranked and "the-oracle" not in ranked
+    assert "spender" in over and "used 9,000 tokens" in over
+    assert "the-oracle" in reference and "oracle (reference solutions)" in reference
+
+
+def test_the_leaderboard_uses_each_runs_latest_done_evaluation(client, big):
+    run = scored_run(big, "rescored", 10, 40)
+    make_evaluation(run, [PASSED] * 30 + [FAILED] * 10, number=2)
+    make_evaluation(run, [QUEUED] * 40, number=3)
+
+    body = page(client, reverse("runs:leaderboard", args=["board", 1]))
+
+    assert "30 / 40" in body and "10 / 40" not in body
+    assert body.count(">rescored</a>") == 1
+
+
+def test_a_leaderboard_without_ranked_runs_says_so(client, big):
+    body = page(client, reverse("runs:leaderboard", args=["board", 1]))
+
+    assert "No ranked runs yet" in body
+    assert client.get(reverse("runs:leaderboard", args=["board", 9])).status_code == 404
+
+
+# --- compare ---------------------------------------------------------------------------------
+
+
+def compare(client, a: Run, b: Run, **params):
+    return client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk, **params})
+
+
+def test_comparing_two_runs_counts_agreements_and_tests_the_difference(client, make_pack):
+    cv = import_version(make_pack, "cmp", tasks=10)
+    a = make_run(cv, "A-agent")
+    make_evaluation(a, [PASSED] * 8 + [FAILED] * 2)
+    b = make_run(cv, "B-agent")
+    make_evaluation(b, [PASSED] * 2 + [FAILED] * 6 + [PASSED] + [FAILED])
+
+    body = compare(client, a, b).content.decode()
+
+    # both 2, only A 6, only B 1, neither 1; exact McNemar p = 2 * 8 / 128 = 0.125
+    assert '>2</a> <span class="muted small">both' in body
+    assert '>6</a> <span class="muted small">only A' in body
+    assert '>1</a> <span class="muted small">only B' in body
+    assert '>1</a> <span class="muted small">neither' in body
+    assert "p = 0.125" in body
+    assert "not significant at 5 %" in body
+
+
+def test_a_lopsided_comparison_is_significant(client, make_pack):
+    cv = import_version(make_pack, "cmp", tasks=6)
+    a = make_run(cv, "A-agent")
+    make_evaluation(a, [PASSED] * 6)
+    b = make_run(cv, "B-agent")
+    make_evaluation(b, [FAILED] * 6)
+
+    body = compare(client, a, b).content.decode()
+
+    assert "p = 0.0312" in body
+    assert "significant at 5 %</strong>: run A passes more" in body
+
+
+def test_the_verdict_table_filters_by_category_and_pages_by_fifty(client, make_pack):
+    cv = import_version(make_pack, "cmp", tasks=60)
+    a = make_run(cv, "A-agent")
+    make_evaluation(a, [PASSED] * 60)
+    b = make_run(cv, "B-agent")
+    make_evaluation(b, [PASSED] * 55 + [FAILED] * 5)
+
+    everything = compare(client, a, b).content.decode()
+    only_a = compare(client, a, b, category="only_a").content.decode()
+
+    assert "1–50 of 60" in everything
+    assert "1–5 of 5" in only_a and ">q56</a>" in only_a and ">q1</a>" not in only_a
+
+
+def test_runs_on_different_versions_cannot_be_compared(client, make_pack, cv):
+    other = import_version(make_pack, "other", tasks=5)
+    a, b = scored_run(cv, "a", 1, 5), scored_run(other, "b", 1, 5)
+
+    response = compare(client, a, b)
+
+    assert response.status_code == 400
+    assert "only runs on the same contract version" in response.content.decode()
+
+
+def test_compare_needs_two_runs_with_a_finished_evaluation(client, cv):
+    a = scored_run(cv, "a", 1, 5)
+    b = make_run(cv, "b")
+
+    missing = client.get(reverse("runs:compare"), {"a": a.pk})
+    unscored = compare(client, a, b)
+
+    assert missing.status_code == 400
+    assert "Choose two runs to compare" in missing.content.decode()
+    assert unscored.status_code == 400
+    assert f"Run {b.pk} has no finished evaluation yet" in unscored.content.decode()
+    assert client.get(reverse("runs:compare"), {"a": a.pk, "b": 999}).status_code == 404
+
+
+def test_the_run_page_offers_to_compare_with_runs_of_the_same_version(client, make_pack, cv):
+    here, same = make_run(cv, "here"), make_run(cv, "same-version")
+    make_run(import_version(make_pack, "other", tasks=1), "elsewhere")
+
+    body = page(client, run_url(here))
+
+    assert "Compare with…" in body
+    assert f'<option value="{same.pk}">#{same.pk} same-version' in body
+    assert "elsewhere" not in body
+
+
+# --- query counts ----------------------------------------------------------------------------
+
+
+def count_queries(client, url: str, **params) -> int:
+    with CaptureQueriesContext(connection) as queries:
+        assert client.get(url, params).status_code == 200
+    return len(queries)
+
+
+def test_the_run_page_makes_the_same_queries_for_3_or_30_results(
+    client, make_pack, django_assert_max_num_queries
+):
+    cv = import_version(make_pack, "qc", tasks=30)
+    small, large = make_run(cv, "small"), make_run(cv, "large")
+    for run, n in ((small, 3), (large, 30)):
+        make_evaluation(run, [PASSED, FAILED, ERROR] * (n // 3))
+        make_evaluation(run, [FAILED, PASSED, ERROR] * (n // 3), number=2)
+        make_evaluation(run, [FAILED, PASSED, QUEUED] * (n // 3), number=3, done=False)
+
+    # Evaluation 3 is running (progress, why waiting, queue position); 2 is done and changed
+    # from 1 (score, chart, changes): both views stay constant.
+    running = count_queries(client, run_url(small))
+    with django_assert_max_num_queries(running):
+        assert client.get(run_url(large)).status_code == 200
+    done = count_queries(client, run_url(small), evaluation=2)
+    with django_assert_max_num_queries(done):
+        body = client.get(run_url(large), {"evaluation": 2}).content.decode()
+    assert "20 tasks changed status." in body
+
+
+def test_the_results_partial_makes_the_same_queries_for_3_or_30_results(
+    client, make_pack, django_assert_max_num_queries
+):
+    cv = import_version(make_pack, "qc", tasks=30)
+    small, large = make_run(cv, "small"), make_run(cv, "large")
+    make_evaluation(small, [PASSED, FAILED, ERROR])
+    make_evaluation(large, [PASSED, FAILED, ERROR] * 10)
+
+    with CaptureQueriesContext(connection) as queries:
+        client.get(run_url(small), {"sort": "-score"}, HTTP_HX_REQUEST="true")
+    with django_assert_max_num_queries(len(queries)):
+        response = client.get(run_url(large), {"sort": "-score"}, HTTP_HX_REQUEST="true")
+    assert response.content.decode().count("/results/") == 30
+
+
+def test_the_leaderboard_makes_the_same_queries_for_3_or_30_runs(
+    client, make_pack, django_assert_max_num_queries
+):
+    small = import_version(make_pack, "few", tasks=4)
+    large = import_version(make_pack, "many", tasks=4)
+    for cv, n in ((small, 3), (large, 30)):
+        for i in range(n):
+            origin = CandidateOrigin.ORACLE if i == 0 else CandidateOrigin.AGENT
+            scored_run(cv, f"agent{i}", i % 5, 4, origin=origin, over_budget=i == 1)
+
+    baseline = count_queries(client, reverse("runs:leaderboard", args=["few", 1]))
+    with django_assert_max_num_queries(baseline):
+        assert client.get(reverse("runs:leaderboard", args=["many", 1])).status_code == 200
+    list_baseline = count_queries(client, reverse("runs:leaderboards"))
+    scored_run(import_version(make_pack, "more", tasks=4), "late", 2, 4)
+    with django_assert_max_num_queries(list_baseline):
+        assert client.get(reverse("runs:leaderboards")).status_code == 200
+
+
+def test_the_runs_list_makes_the_same_queries_for_3_or_30_runs(
+    client, cv, django_assert_max_num_queries
+):
+    for i in range(3):
+        make_evaluation(make_run(cv, f"r{i}"), [PASSED, FAILED, FAILED, FAILED, PENDING])
+    baseline = count_queries(client, reverse("runs:list"))
+    for i in range(27):
+        make_evaluation(make_run(cv, f"s{i}"), [PASSED, FAILED, FAILED, FAILED, PENDING])
+
+    with django_assert_max_num_queries(baseline):
+        assert client.get(reverse("runs:list")).status_code == 200
