@@ -6,6 +6,8 @@ import os
 
 from celery import Celery
 
+from securebench_site import broker  # noqa: F401 - registers the safe filesystem transport
+
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "securebench_site.settings")
 
 app = Celery("securebench_site")

@@ -50,15 +50,9 @@ class WorkerProcess:
         self.process.wait(timeout=30)
 
     def stop(self) -> None:
-        if self.process.poll() is not None:
-            return
-        try:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            self.process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
+        # A warm shutdown waits for the beat and pool; tests only need the processes gone.
+        if self.process.poll() is None:
             self.kill()
-        except ProcessLookupError:
-            pass
 
     def output(self) -> str:
         return self.log.read_text(errors="replace") if self.log.exists() else ""
