@@ -37,8 +37,12 @@ from runs.services import RunMetadata, evaluation_create, run_submit_bundle
 RUNS_PER_PAGE = 50
 RESULTS_PER_PAGE = 50
 VERDICTS_PER_PAGE = 50
-# htmx stops polling when the answer has this status (a documented htmx convention).
+# htmx stops polling when the answer has this status (a documented htmx convention); htmx 2
+# still swaps the answer's content, so the last fragment can load the finished evaluation.
 HTMX_STOP_POLLING = 286
+# The id of the run page's evaluation section: an htmx request aimed at it (HX-Target) gets
+# that whole section (score, chart, results), any other htmx request only the results table.
+EVALUATION_VIEW = "evaluation-view"
 
 
 def paginate(request: HttpRequest, items, per_page: int) -> Page:
@@ -260,7 +264,7 @@ def _results_context(request: HttpRequest, run: Run, evaluation: Evaluation) -> 
 
 
 @require_GET
-@vary_on_headers("HX-Request")
+@vary_on_headers("HX-Request", "HX-Target")
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     run = selectors.run_get(run_id)
     evaluations = selectors.run_evaluations(run)
@@ -268,7 +272,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     context: dict = {"run": run, "evaluation": evaluation, "evaluations": evaluations}
     if evaluation is not None:
         context.update(_results_context(request, run, evaluation))
-    if request.htmx and evaluation is not None:
+    whole_section = request.htmx and request.htmx.target == EVALUATION_VIEW
+    if request.htmx and evaluation is not None and not whole_section:
         return render(request, "runs/run_detail.html#results", context)
     context.update(
         cv=run.contract_version,
@@ -279,7 +284,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
     )
     if evaluation is not None:
         context.update(_evaluation_context(evaluation, evaluations))
-    return render(request, "runs/run_detail.html", context)
+    template = "runs/run_detail.html#evaluation-view" if whole_section else "runs/run_detail.html"
+    return render(request, template, context)
 
 
 def _evaluation_context(evaluation: Evaluation, evaluations: list[Evaluation]) -> dict:
@@ -307,9 +313,9 @@ def evaluation_progress(request: HttpRequest, run_id: int, number: int) -> HttpR
     }
     response = render(request, "runs/run_detail.html#progress", context)
     if evaluation.is_done:
-        # Stop polling, and reload the page once so the score, chart and results appear.
+        # Stop polling. The final fragment (swapped all the same) loads the evaluation section
+        # in place, so the score, chart and results appear without reloading the page.
         response.status_code = HTMX_STOP_POLLING
-        response["HX-Refresh"] = "true"
     return response
 
 

@@ -239,7 +239,7 @@ SECUREBENCH_ALLOWED_VERIFIER_COMMANDS = frozenset(
 # Job state lives in our tables (runs.models.TaskResult); the broker only carries ids, so a
 # lost message or a dead worker costs a lease expiry, never a result (DESIGN.md §4).
 BROKER_DIR = DATA_DIR / "broker"
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://"
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL") or "filesystem://localhost/"
 # Longest a sandboxed verification may take before Celery's soft and hard limits stop it.
 SECUREBENCH_SANDBOX_TASK_SECONDS = env_int("SECUREBENCH_SANDBOX_TASK_SECONDS", 1800)
 # Redis re-delivers an unacknowledged message after this; it must exceed twice the longest
@@ -292,6 +292,8 @@ SECUREBENCH_REDISPATCH_SECONDS = env_int("SECUREBENCH_REDISPATCH_SECONDS", 300)
 SECUREBENCH_TEXT_CHUNK = env_int("SECUREBENCH_TEXT_CHUNK", 500)
 SECUREBENCH_MAX_BUNDLE_BYTES = env_int("SECUREBENCH_MAX_BUNDLE_BYTES", 64 * 1024 * 1024)
 SECUREBENCH_MAX_CANDIDATE_BYTES = env_int("SECUREBENCH_MAX_CANDIDATE_BYTES", 4 * 1024 * 1024)
+# Body of one `POST /api/v1/runs/{id}/candidates/` batch (JSON is parsed in memory).
+SECUREBENCH_MAX_BATCH_BYTES = env_int("SECUREBENCH_MAX_BATCH_BYTES", 16 * 1024 * 1024)
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {
         "task": "runs.tasks.reap_leases",
@@ -310,6 +312,12 @@ REST_FRAMEWORK = {
     "PAGE_SIZE": 50,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "packs.api.exception_handler",
+    # Per user (per address when anonymous), for the run API's writes; reads are not throttled.
+    # Counters live in the default cache: give production a shared one (Redis) for exact limits.
+    "DEFAULT_THROTTLE_RATES": {
+        "run_writes": env_str("SECUREBENCH_RUN_WRITE_RATE", "60/minute"),
+        "run_candidates": env_str("SECUREBENCH_CANDIDATE_BATCH_RATE", "600/minute"),
+    },
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "SecureBench site API",

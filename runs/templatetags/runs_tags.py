@@ -73,6 +73,18 @@ def score_ci(score: float | None, low: float | None, high: float | None) -> Safe
 
 
 @register.filter
+def duration(seconds: float | None) -> str:
+    """A verifier's time: milliseconds under a second (text verdicts take a few), else
+    seconds with two decimals; "—" when the task has not run."""
+    if seconds is None:
+        return "—"
+    if seconds < 1:
+        milliseconds = round(seconds * 1000)
+        return f"{milliseconds} ms" if milliseconds else "< 1 ms"
+    return f"{seconds:.2f} s"
+
+
+@register.filter
 def highlight_candidate(text: str, kind: str) -> SafeString:
     """Pygments-highlighted candidate with line numbers; Pygments escapes the text itself."""
     lexer = LEXERS.get(kind, TextLexer)()

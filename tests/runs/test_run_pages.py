@@ -474,13 +474,42 @@ def test_the_progress_fragment_answers_286_once_the_evaluation_is_done(client, c
     done = client.get(reverse("runs:progress", args=[run.pk, 1]), HTTP_HX_REQUEST="true")
     running = client.get(reverse("runs:progress", args=[run.pk, 2]), HTTP_HX_REQUEST="true")
 
+    body = done.content.decode()
     assert done.status_code == 286
-    assert done["HX-Refresh"] == "true"
-    assert "hx-trigger" not in done.content.decode()
-    assert "Scoring is finished." in done.content.decode()
+    assert "HX-Refresh" not in done  # finished in place: no reload of the whole page
+    assert "every 2s" not in body
+    assert "Scoring is finished." in body and "(100 %)" in body
     assert running.status_code == 200
     assert 'hx-trigger="every 2s"' in running.content.decode()
     assert client.get(reverse("runs:progress", args=[run.pk, 7])).status_code == 404
+
+
+def test_the_last_progress_fragment_loads_the_finished_evaluation_in_place(client, cv):
+    run = make_run(cv)
+    make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
+    url = f"{run_url(run)}?evaluation=1"
+
+    done = client.get(reverse("runs:progress", args=[run.pk, 1]), HTTP_HX_REQUEST="true")
+    section = client.get(
+        run_url(run), {"evaluation": 1}, HTTP_HX_REQUEST="true", HTTP_HX_TARGET="evaluation-view"
+    )
+
+    # One link: without JavaScript it is followed by hand, with htmx it loads at once.
+    link = (
+        f'<a href="{url}"\n     hx-get="{url}" hx-trigger="load"\n'
+        '     hx-select="#evaluation-view" hx-target="#evaluation-view" hx-swap="outerHTML">'
+        "Show the results</a>"
+    )
+    assert link in done.content.decode()
+    # The section it loads: the evaluations table, score, chart and results, not the page.
+    text = section.content.decode()
+    assert section.status_code == 200
+    assert text.lstrip().startswith('<div id="evaluation-view">')
+    assert "<html" not in text and "<h1>" not in text
+    assert "1 / 5" in text and "Pass rate per family" in text
+    assert text.count(f'href="{run_url(run)}results/') == 5
+    assert "every 2s" not in text and 'hx-trigger="load"' not in text  # nothing polls now
+    assert {"HX-Request", "HX-Target"} <= {v.strip() for v in section["Vary"].split(",")}
 
 
 def test_results_can_be_filtered_by_status_family_and_reason(client, cv):
@@ -758,7 +787,7 @@ def test_the_leaderboard_ranks_by_score_and_marks_ties_within_noise(client, big)
     leader = next(r for r in rows if ">leader</a>" in r)
     assert "tied within noise" in close
     assert "tied within noise" not in far and "tied within noise" not in leader
-    assert "36/40" in leader  # passed per family (all multiple_choice here)
+    assert leader.count("36 / 40") == 2  # per family (all multiple_choice) and in total
 
 
 def test_over_budget_and_reference_runs_are_listed_apart(client, big):
@@ -956,3 +985,16 @@ def test_the_runs_list_makes_the_same_queries_for_3_or_30_runs(
 
     with django_assert_max_num_queries(baseline):
         assert client.get(reverse("runs:list")).status_code == 200
+
+
+def test_durations_read_in_milliseconds_under_a_second():
+    from runs.templatetags.runs_tags import duration
+
+    assert [duration(s) for s in (None, 0.0001, 0.004, 0.5, 1.0, 12.345)] == [
+        "—",
+        "< 1 ms",
+        "4 ms",
+        "500 ms",
+        "1.00 s",
+        "12.35 s",
+    ]
