@@ -133,11 +133,15 @@ def database_url() -> str:
 
 
 def _reset_celery_pools(app: Any) -> None:
-    # The app caches connections and producers built from the old broker settings.
+    # The app caches connections and producers built from the old broker settings, and
+    # kombu keeps process-wide pools keyed by URL: a closed one would be handed out again.
+    from kombu import pools  # noqa: PLC0415
+
     if app._pool is not None:
         app._pool.force_close_all()
         app._pool = None
     app.amqp._producer_pool = None
+    pools.reset()
 
 
 @pytest.fixture
