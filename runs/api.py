@@ -43,7 +43,8 @@ from runs.bundle import (
     parse_bundle_file,
     parse_candidate_objects,
 )
-from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunSource, TaskResult
+from runs.models import Evaluation, ResultStatus, Run, RunSource, TaskResult
+from runs.selectors import public_detail_counts
 from runs.services import (
     RunAlreadySubmitted,
     RunMetadata,
@@ -57,9 +58,6 @@ from runs.services import (
 MAX_BATCH_ITEMS = 1000
 # Multipart boundaries and the small form fields around the bundle file.
 ENVELOPE_BYTES = 1024 * 1024
-# Only facts like these leave the results API from a verifier's details; strings, lists and
-# indexes (an answered choice index is the answer itself in an oracle run) stay privileged.
-SAFE_DETAIL_SUFFIXES = ("_count", "_exit_code", "_seconds", "_bytes")
 
 
 # --- limits and throttles --------------------------------------------------------------------
@@ -293,23 +291,7 @@ class TaskResultOutput(serializers.Serializer):
     counts = serializers.SerializerMethodField()
 
     def get_counts(self, result: TaskResult) -> dict[str, int | float | bool]:
-        if self.context["origin"] == CandidateOrigin.ORACLE:
-            return {}
-        return safe_detail_counts(result.details)
-
-
-def safe_detail_counts(details: Any) -> dict[str, int | float | bool]:
-    """Top-level numeric facts of a verifier's details whose names say they are counts,
-    exit codes, durations or sizes, plus booleans; everything else stays privileged."""
-    if not isinstance(details, dict):
-        return {}
-    counts: dict[str, int | float | bool] = {}
-    for key, value in details.items():
-        if isinstance(value, bool) or (
-            isinstance(value, int | float) and str(key).endswith(SAFE_DETAIL_SUFFIXES)
-        ):
-            counts[str(key)] = value
-    return counts
+        return public_detail_counts(result.details, origin=self.context["origin"])
 
 
 class ProblemOutput(serializers.Serializer):

@@ -430,14 +430,31 @@ def result_neighbours(result: TaskResult) -> dict[str, int | None]:
     }
 
 
-def public_details(details: dict[str, Any]) -> list[tuple[str, int | float | bool]]:
-    """Only numbers and booleans (test counts, flags): strings, lists and objects can quote
-    hidden tests or expected values, so they stay privileged."""
-    return [
-        (key, value)
-        for key, value in sorted((details or {}).items())
-        if isinstance(value, int | float | bool)
-    ]
+# Only facts like these leave a verifier's details for unprivileged eyes (pages and API);
+# strings, lists and indexes stay privileged: an assertion message quotes the expected value,
+# and an answered choice index is the answer itself when the candidate passed.
+SAFE_DETAIL_SUFFIXES = ("_count", "_exit_code", "_seconds", "_bytes")
+SAFE_DETAIL_NAMES = frozenset(
+    {"tests_total", "tests_passed", "tests_failed", "passed", "failed", "skipped", "errors"}
+    | {"calls", "assert_statements"}
+)
+
+
+def public_detail_counts(details: Any, *, origin: str) -> dict[str, int | float | bool]:
+    """Top-level counts, exit codes, durations, sizes and flags of a verifier's details.
+
+    Nothing for oracle runs: every fact about a reference solution is privileged.
+    """
+    if origin == CandidateOrigin.ORACLE or not isinstance(details, dict):
+        return {}
+    counts: dict[str, int | float | bool] = {}
+    for key, value in sorted(details.items()):
+        if isinstance(value, bool) or (
+            isinstance(value, int | float)
+            and (str(key).endswith(SAFE_DETAIL_SUFFIXES) or key in SAFE_DETAIL_NAMES)
+        ):
+            counts[str(key)] = value
+    return counts
 
 
 @dataclass(frozen=True)

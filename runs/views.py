@@ -348,7 +348,7 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
         "pack": run.contract_version.pack,
         "result": result,
         "evaluation": result.evaluation,
-        "details": selectors.public_details(result.details),
+        "details": list(selectors.public_detail_counts(result.details, origin=run.origin).items()),
         "neighbours": selectors.result_neighbours(result),
         "candidate": None if withheld else candidate,
         "candidate_withheld": withheld and candidate is not None,

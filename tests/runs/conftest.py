@@ -183,8 +183,12 @@ def broker(isolated_data_dir: Path) -> Iterator[BrokerConfig]:
 def workers(
     broker: BrokerConfig, isolated_data_dir: Path, transactional_db: None
 ) -> Iterator[WorkerPool]:
+    scratch = isolated_data_dir / "worker-tmp"
+    scratch.mkdir()
     env = {
         **os.environ,
+        # A worker killed mid-verification leaves its scratch folder; keep it out of /tmp.
+        "TMPDIR": str(scratch),
         "DATABASE_URL": database_url(),
         "SECUREBENCH_DATA_DIR": str(isolated_data_dir),
         "CELERY_BROKER_URL": broker.url,

@@ -643,6 +643,7 @@ def test_verifier_output_and_detail_strings_are_never_shown(client, cv):
             "tests_passed": 3,
             "tests_failed": 1,
             "timed_out": False,
+            "answered_choice_index": 2,
             "expected": f"{MARK}-detail",
             "failing_test": [f"{MARK}-list"],
             "nested": {"hidden": f"{MARK}-dict"},
@@ -654,6 +655,8 @@ def test_verifier_output_and_detail_strings_are_never_shown(client, cv):
     assert MARK not in body
     assert "tests_passed" in body and "tests_failed" in body and "timed_out" in body
     assert "expected" not in body and "failing_test" not in body
+    # An index can be the answer itself (the choice a passing candidate picked).
+    assert "answered_choice_index" not in body
     assert "Verifier output and messages are privileged: reviewers see them in debug mode." in body
 
 

@@ -113,13 +113,20 @@ def worker_processes() -> list[int]:
     return found
 
 
+def scratch_folders() -> set[str]:
+    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("securebench-code-")}
+
+
 def run(task: TaskLanes, code: str, sandbox: Sandbox) -> Verdict:
+    # Other processes on the machine (a SIGKILLed worker, say) may have left folders of
+    # their own; this verification must add none.
+    before = scratch_folders()
     verdict = verify(task, Candidate.of_code(code), sandbox=sandbox)
     # Whatever happened, nothing of the candidate may outlive its verification (A28), and
     # the host-side scratch folder (candidate + test copies) is gone.
     assert worker_processes() == [], "a candidate process outlived the verification"
-    scratch = [n for n in os.listdir(tempfile.gettempdir()) if n.startswith("securebench-code-")]
-    assert scratch == [], f"verifier left scratch folders behind: {scratch}"
+    left = scratch_folders() - before
+    assert left == set(), f"verifier left scratch folders behind: {sorted(left)}"
     return verdict
 
 
