@@ -22,7 +22,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import close_old_connections, connection, transaction
+from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, Sum
 from django.utils import timezone
 from kombu.exceptions import KombuError
@@ -215,7 +215,6 @@ def score_results(result_ids: list[int], *, worker: str | None = None) -> int:
     from packs.selectors import evaluator_lanes_for_tasks  # noqa: PLC0415
     from runs.services import verifier_candidate  # noqa: PLC0415
 
-    close_old_connections()
     claim = results_claim(result_ids, worker=worker or worker_name())
     if not claim.results:
         return 0  # a duplicate or late message: somebody else has these

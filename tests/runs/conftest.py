@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -183,8 +184,10 @@ def broker(isolated_data_dir: Path) -> Iterator[BrokerConfig]:
 def workers(
     broker: BrokerConfig, isolated_data_dir: Path, transactional_db: None
 ) -> Iterator[WorkerPool]:
-    scratch = isolated_data_dir / "worker-tmp"
-    scratch.mkdir()
+    # Sandboxed code runs as unprivileged uids that must reach the scratch folders, and
+    # pytest's own temp root is private (0700): a traversable folder of its own, then.
+    scratch = Path(tempfile.mkdtemp(prefix="securebench-worker-tmp-"))
+    scratch.chmod(0o755)
     env = {
         **os.environ,
         # A worker killed mid-verification leaves its scratch folder; keep it out of /tmp.
@@ -198,6 +201,7 @@ def workers(
     pool = WorkerPool(env=env, root=isolated_data_dir)
     yield pool
     pool.stop_all()
+    shutil.rmtree(scratch, ignore_errors=True)
     for worker in pool.started:  # shown by pytest when the test failed
         print(f"--- worker {worker.name} log (tail) ---\n{worker.output()[-6000:]}")
 

@@ -20,6 +20,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from packs.models import ContractVersion, SealedValue
+from runs.models import Run
+from runs.pipeline import score_results
+from runs.services import RunMetadata, run_submit_reference
 from tests.conftest import zip_folder
 
 pytestmark = pytest.mark.django_db
@@ -27,7 +30,18 @@ pytestmark = pytest.mark.django_db
 MARK = "SEALEDMARK"
 # Numbers cannot carry a text marker; these are odd enough never to appear by chance.
 NUMERIC_MARKS = ("0.000731", "7319")
-START_URLS = ["/", "/packs/", "/api/v1/packs/", "/api/v1/schema/", "/admin/", "/upload/"]
+START_URLS = [
+    "/",
+    "/packs/",
+    "/runs/",
+    "/leaderboards/",
+    "/runs/submit/",
+    "/api/v1/packs/",
+    "/api/v1/runs/",
+    "/api/v1/schema/",
+    "/admin/",
+    "/upload/",
+]
 SKIP_PREFIXES = ("/accounts/logout", "/static/", "/admin/logout")
 # Sort/filter variants of one admin list, and login pages with a `next`, repeat what was seen.
 REPEAT_VARIANTS = re.compile(r"^/admin/.*(\?|/history/|/password/|/delete/)|^/accounts/login/\?")
@@ -160,6 +174,34 @@ def stored_pack(client, marked_pack) -> ContractVersion:
     return ContractVersion.objects.get(pack__pack_id="leaky")
 
 
+@pytest.fixture
+def scored_runs(stored_pack) -> list[Run]:
+    """An oracle run (its candidates are the sealed values themselves) and a null run, scored
+    by the real pipeline code in this process: verdicts, details and logs all stored."""
+    runs = []
+    for origin in ("oracle", "null"):
+        run, evaluation = run_submit_reference(
+            contract_version=stored_pack,
+            origin=origin,
+            metadata=RunMetadata(agent_name=f"{origin}-agent"),
+            source="command",
+        )
+        for _attempt in range(3):  # our own transient faults are retried, as a worker would
+            queued = list(evaluation.results.filter(status="queued").values_list("pk", flat=True))
+            score_results(queued, worker="leak-test")
+        runs.append(run)
+    statuses = [
+        list(
+            r.evaluations.get().results.values_list(
+                "family", "status", "failure_reason", "attempts"
+            )
+        )
+        for r in runs
+    ]
+    assert all(run.evaluations.get().is_done for run in runs), statuses
+    return runs
+
+
 def crawl(client: Client) -> dict[str, int]:
     """GET every reachable same-site URL (and its htmx variant); returns url → status."""
     seen: dict[str, int] = {}
@@ -217,7 +259,9 @@ def test_the_marked_values_really_are_stored(stored_pack):
 
 
 @pytest.mark.parametrize("role", ["anonymous", "viewer", "uploader", "superuser"])
-def test_no_page_api_partial_or_download_shows_a_sealed_value(client, stored_pack, role):
+def test_no_page_api_partial_or_download_shows_a_sealed_value(
+    client, stored_pack, scored_runs, role
+):
     if role == "viewer":
         client.force_login(User.objects.create_user("viewer", password="pw-for-tests-only"))
     elif role == "uploader":
@@ -231,4 +275,8 @@ def test_no_page_api_partial_or_download_shows_a_sealed_value(client, stored_pac
     assert len(task_pages) >= len(marked_rows()), "the crawler must reach every task page"
     assert any("/api/v1/packs/leaky/versions/1/tasks/" in url for url in seen)
     assert any("/files/readme.txt" in url for url in seen)
+    for run in scored_runs:
+        result_pages = [url for url in seen if url.startswith(f"/runs/{run.pk}/results/")]
+        assert len(result_pages) >= len(marked_rows()), "the crawler must reach every result"
+        assert f"/api/v1/runs/{run.pk}/evaluations/1/results/" in seen
     assert all(status < 500 for status in seen.values())
