@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import os
+import shutil
 import tempfile
 from collections.abc import Iterator
 from dataclasses import replace
@@ -100,33 +101,62 @@ def with_timeout(task: TaskLanes, seconds: float) -> TaskLanes:
 
 
 def worker_processes() -> list[int]:
-    """Host pids of any candidate worker still alive (sandboxed pids are visible from here)."""
+    """Host pids of candidate workers still alive that this test process started.
+
+    bwrap sandboxes are descendants of this process; Docker's run under the engine's shim
+    (their containers are removed, and the escape suite checks none is left). Candidates of
+    other test runs on the same machine are not ours to judge.
+    """
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit() or int(entry.name) == os.getpid():
             continue
         try:
-            if WORKER_MARKER in (entry / "cmdline").read_bytes():
+            if WORKER_MARKER in (entry / "cmdline").read_bytes() and _descends_from_us(
+                int(entry.name)
+            ):
                 found.append(int(entry.name))
         except OSError:
             continue
     return found
 
 
-def scratch_folders() -> set[str]:
-    return {n for n in os.listdir(tempfile.gettempdir()) if n.startswith("securebench-code-")}
+def _descends_from_us(pid: int) -> bool:
+    ours = os.getpid()
+    for _ in range(64):
+        try:
+            stat = Path(f"/proc/{pid}/stat").read_text()
+        except OSError:
+            return False
+        # The command name may hold spaces and parentheses; the ppid follows the last ")".
+        pid = int(stat.rsplit(")", 1)[1].split()[1])
+        if pid == ours:
+            return True
+        if pid <= 1:
+            return False
+    return False
+
+
+def scratch_folders(folder: Path) -> list[str]:
+    return sorted(n for n in os.listdir(folder) if n.startswith("securebench-code-"))
 
 
 def run(task: TaskLanes, code: str, sandbox: Sandbox) -> Verdict:
-    # Other processes on the machine (a SIGKILLed worker, say) may have left folders of
-    # their own; this verification must add none.
-    before = scratch_folders()
-    verdict = verify(task, Candidate.of_code(code), sandbox=sandbox)
-    # Whatever happened, nothing of the candidate may outlive its verification (A28), and
-    # the host-side scratch folder (candidate + test copies) is gone.
-    assert worker_processes() == [], "a candidate process outlived the verification"
-    left = scratch_folders() - before
-    assert left == set(), f"verifier left scratch folders behind: {sorted(left)}"
+    # This verification's scratch folders go to a folder of its own, so the leftover check
+    # sees only them, whatever else runs on the machine (sandbox uids traverse it: 0755).
+    private = Path(tempfile.mkdtemp(prefix="securebench-test-tmp-"))
+    private.chmod(0o755)
+    saved, tempfile.tempdir = tempfile.tempdir, str(private)
+    try:
+        verdict = verify(task, Candidate.of_code(code), sandbox=sandbox)
+        # Whatever happened, nothing of the candidate may outlive its verification (A28),
+        # and the host-side scratch folder (candidate + test copies) is gone.
+        assert worker_processes() == [], "a candidate process outlived the verification"
+        left = scratch_folders(private)
+        assert left == [], f"verifier left scratch folders behind: {left}"
+    finally:
+        tempfile.tempdir = saved
+        shutil.rmtree(private, ignore_errors=True)
     return verdict
 
 
