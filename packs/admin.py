@@ -23,8 +23,16 @@ class ReadOnlyAdmin(admin.ModelAdmin):
 
 @admin.register(Pack)
 class PackAdmin(ReadOnlyAdmin):
+    """Read-only but for the maintainers, which admins manage here (packs.access)."""
+
     list_display = ["pack_id", "title", "latest_version", "created_at"]
     search_fields = ["pack_id", "title"]
+    fields = ["pack_id", "title", "description", "latest_version", "created_by", "maintainers"]
+    readonly_fields = ["pack_id", "title", "description", "latest_version", "created_by"]
+    filter_horizontal = ["maintainers"]
+
+    def has_change_permission(self, request: HttpRequest, obj: object = None) -> bool:
+        return request.user.has_perm("packs.change_pack")
 
 
 @admin.register(ContractVersion)

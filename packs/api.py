@@ -5,8 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 from django.core.exceptions import RequestDataTooBig
+from django.http import FileResponse, StreamingHttpResponse
 from django.urls import reverse
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import MultiPartParser
@@ -16,6 +18,8 @@ from rest_framework.views import APIView
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from packs import selectors
+from packs.agent_bundle import agent_bundle_chunks, bundle_filename
+from packs.files import public_file_response
 from packs.forms import PackUploadForm, too_large_message
 from packs.models import ContractVersion, Task
 from packs.services import UploadRejected, pack_import_upload
@@ -52,11 +56,21 @@ class VersionSerializer(serializers.Serializer):
     contract = serializers.JSONField()
     uploaded_at = serializers.DateTimeField()
     tasks_url = serializers.SerializerMethodField()
+    agent_bundle_url = serializers.SerializerMethodField()
 
     def get_tasks_url(self, cv: ContractVersion) -> str:
         return self.context["request"].build_absolute_uri(
             reverse("api-tasks", kwargs={"pack_id": cv.pack.pack_id, "version": cv.version})
         )
+
+    def get_agent_bundle_url(self, cv: ContractVersion) -> str:
+        return self.context["request"].build_absolute_uri(
+            reverse("api-agent-bundle", kwargs={"pack_id": cv.pack.pack_id, "version": cv.version})
+        )
+
+
+class PackDetailOutput(PackSerializer):
+    versions = VersionSerializer(many=True)
 
 
 class AgentTaskSerializer(serializers.Serializer):
@@ -76,25 +90,30 @@ class AgentTaskSerializer(serializers.Serializer):
         cv = self.context["contract_version"]
         return {
             path: request.build_absolute_uri(
-                reverse("packs:public-file", args=[cv.pack.pack_id, cv.version, path])
+                reverse("api-public-file", args=[cv.pack.pack_id, cv.version, path])
             )
             for path in self.context["asset_paths"].get(task.pk, [])
         }
 
 
 class PackListApi(APIView):
+    # Documents the page envelope (count/next/previous/results) and ?page in the schema.
+    pagination_class = PageNumberPagination
+
     @extend_schema(responses=PackSerializer(many=True))
     def get(self, request: Request) -> Response:
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(
-            selectors.pack_list(query=request.query_params.get("q", "")), request, view=self
+            selectors.pack_list(user=request.user, query=request.query_params.get("q", "")),
+            request,
+            view=self,
         )
         data = PackSerializer(page, many=True, context={"request": request}).data
         return paginator.get_paginated_response(data)
 
 
 class PackDetailApi(APIView):
-    @extend_schema(operation_id="pack_detail", responses=VersionSerializer(many=True))
+    @extend_schema(operation_id="pack_detail", responses=PackDetailOutput)
     def get(self, request: Request, pack_id: str) -> Response:
         pack = selectors.pack_get(pack_id)
         versions = pack.versions.select_related("pack").order_by("-version")
@@ -116,6 +135,9 @@ class VersionDetailApi(APIView):
 
 
 class VersionTasksApi(APIView):
+    # Documents the page envelope (count/next/previous/results) and ?page in the schema.
+    pagination_class = PageNumberPagination
+
     @extend_schema(responses=AgentTaskSerializer(many=True))
     def get(self, request: Request, pack_id: str, version: int) -> Response:
         cv = selectors.version_get(pack_id, version)
@@ -133,6 +155,28 @@ class VersionTasksApi(APIView):
         return paginator.get_paginated_response(
             AgentTaskSerializer(page, many=True, context=context).data
         )
+
+
+class AgentBundleApi(APIView):
+    """The version's agent bundle (see packs.agent_bundle), streamed as it is zipped."""
+
+    @extend_schema(
+        operation_id="agent_bundle",
+        responses={(200, "application/zip"): OpenApiTypes.BINARY},
+    )
+    def get(self, request: Request, pack_id: str, version: int) -> StreamingHttpResponse:
+        cv = selectors.version_get(pack_id, version)
+        response = StreamingHttpResponse(agent_bundle_chunks(cv), content_type="application/zip")
+        response["Content-Disposition"] = f'attachment; filename="{bundle_filename(cv)}"'
+        return response
+
+
+class PublicFileApi(APIView):
+    """A public asset file, for harnesses with a token (the page link needs a session)."""
+
+    @extend_schema(responses={(200, "application/octet-stream"): bytes})
+    def get(self, request: Request, pack_id: str, version: int, path: str) -> FileResponse:
+        return public_file_response(selectors.version_get(pack_id, version), path)
 
 
 class PackUploadApi(APIView):
@@ -154,7 +198,25 @@ class PackUploadApi(APIView):
             cap_uploads(request._request)
         super().initial(request, *args, **kwargs)
 
-    @extend_schema(request=None, responses=OutputSerializer)
+    class InputDoc(serializers.Serializer):
+        archive = serializers.FileField(
+            required=False, help_text="The pack folder as a .zip or .tar.gz."
+        )
+        manifest = serializers.FileField(required=False, help_text="manifest.yaml (no archive)")
+        tasks = serializers.FileField(required=False, help_text="tasks.jsonl (no archive)")
+        files = serializers.FileField(
+            required=False, help_text="assets/ and hidden/ as a .zip or .tar.gz (optional)"
+        )
+
+    @extend_schema(
+        request={"multipart/form-data": InputDoc},
+        responses={
+            200: OutputSerializer,
+            201: OutputSerializer,
+            409: OpenApiResponse(description="This version exists with other content."),
+            413: OpenApiResponse(description="The upload is over the size limit."),
+        },
+    )
     def post(self, request: Request) -> Response:
         if upload_declared_too_large(request._request):
             return Response({"detail": too_large_message()}, status=413)

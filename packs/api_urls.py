@@ -16,4 +16,14 @@ urlpatterns = [
         api.VersionTasksApi.as_view(),
         name="api-tasks",
     ),
+    path(
+        "packs/<str:pack_id>/versions/<int:version>/files/<path:path>",
+        api.PublicFileApi.as_view(),
+        name="api-public-file",
+    ),
+    path(
+        "packs/<str:pack_id>/versions/<int:version>/agent-bundle/",
+        api.AgentBundleApi.as_view(),
+        name="api-agent-bundle",
+    ),
 ]

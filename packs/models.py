@@ -42,9 +42,18 @@ class Pack(models.Model):
     )
     # Denormalised for the pack list; only pack_import changes it, when a version is added.
     latest_version = models.PositiveIntegerField(default=0)
+    # Maintainers add versions and see this pack's privileged information in debug mode
+    # (packs.access). The first uploader becomes one; admins manage the rest.
+    maintainers = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="maintained_packs"
+    )
 
     class Meta:
         ordering = ["pack_id"]
+        permissions = [
+            ("browse", "Can browse packs, runs, results and leaderboards"),
+            ("view_privileged", "Can view privileged information of every pack in debug mode"),
+        ]
 
     def __str__(self) -> str:
         return self.pack_id

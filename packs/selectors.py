@@ -1,4 +1,6 @@
-"""Reads for pack pages and the API. Nothing here returns a non-public value."""
+"""Reads for pack pages and the API. Nothing here returns a non-public value, except the
+evaluator's reads at the end (workers only); the audited debug-mode views read one sealed
+value at a time through packs.sealed."""
 
 from __future__ import annotations
 
@@ -10,14 +12,15 @@ from django.core.files.storage import storages
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.shortcuts import get_object_or_404
 
+from packs import access
 from packs.models import ContractVersion, Pack, PackFile, Resource, ResourceFile, Task
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN, LANES, PUBLIC
 from verifiers.task import TaskFile, TaskLanes
 
 
-def pack_list(*, query: str = "", family: str = "") -> QuerySet[Pack]:
+def pack_list(*, user: Any, query: str = "", family: str = "") -> QuerySet[Pack]:
     latest = ContractVersion.objects.filter(pack=OuterRef("pk"), version=OuterRef("latest_version"))
-    packs = Pack.objects.annotate(
+    packs = access.visible_packs(user).annotate(
         version_count=Count("versions"),
         latest_task_count=Subquery(latest.values("task_count")[:1]),
         latest_families=Subquery(latest.values("family_counts")[:1]),

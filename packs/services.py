@@ -22,6 +22,7 @@ from django.core.files.storage import Storage, storages
 from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 
+from packs import access
 from packs.compiler import (
     CompiledPack,
     CompiledTask,
@@ -50,6 +51,10 @@ BULK_BATCH = 500
 
 class PackVersionConflict(Exception):
     """The (id, version) slot is taken by different content: versions are immutable."""
+
+
+class PackNotMaintained(Exception):
+    """The pack exists and the uploader is not one of its maintainers."""
 
 
 class UploadRejected(Exception):
@@ -82,6 +87,9 @@ def rejecting_bad_input() -> Iterator[None]:
         ) from exc
     except PackVersionConflict as exc:
         problem = Problem(file="manifest.yaml", line=None, field="version", message=str(exc))
+        raise UploadRejected([problem], conflict=True) from exc
+    except PackNotMaintained as exc:
+        problem = Problem(file="manifest.yaml", line=None, field="id", message=str(exc))
         raise UploadRejected([problem], conflict=True) from exc
 
 
@@ -173,6 +181,7 @@ def pack_import_folder(
     existing = _existing_version(compiled)
     if existing is not None:
         return ImportOutcome(existing, created=False)
+    _check_maintainer(compiled.manifest.id, uploaded_by)
     written = _store_blobs(compiled.files.values())
     try:
         contract_version = _store_rows(compiled, source_name=source_name, uploaded_by=uploaded_by)
@@ -187,6 +196,15 @@ def pack_import_folder(
         _remove_blobs(written)
         raise
     return ImportOutcome(contract_version, created=True)
+
+
+def _check_maintainer(pack_id: str, uploaded_by: AbstractBaseUser | None) -> None:
+    pack = Pack.objects.filter(pack_id=pack_id).first()
+    if pack is not None and not access.can_add_version(uploaded_by, pack):
+        raise PackNotMaintained(
+            f"pack {pack_id} is maintained by other users; ask one of them or an admin to "
+            f"add you as a maintainer, or upload under a new id"
+        )
 
 
 def _existing_version(compiled: CompiledPack) -> ContractVersion | None:
@@ -240,7 +258,7 @@ def _store_rows(
     compiled: CompiledPack, *, source_name: str, uploaded_by: AbstractBaseUser | None
 ) -> ContractVersion:
     manifest = compiled.manifest
-    pack, _ = Pack.objects.get_or_create(
+    pack, created = Pack.objects.get_or_create(
         pack_id=manifest.id,
         defaults={
             "title": manifest.title or "",
@@ -248,6 +266,8 @@ def _store_rows(
             "created_by": uploaded_by,
         },
     )
+    if created and uploaded_by is not None:
+        pack.maintainers.add(uploaded_by)
     contract_version = ContractVersion.objects.create(
         pack=pack,
         version=manifest.version,

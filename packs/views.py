@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import mimetypes
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
-from django.core.files.storage import storages
 from django.core.paginator import Page, Paginator
 from django.db.models import Sum
 from django.http import FileResponse, HttpRequest, HttpResponse
@@ -17,8 +14,9 @@ from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
-from packs import selectors
+from packs import access, selectors
 from packs.compiler import Problem, agent_task_json
+from packs.files import public_file_response
 from packs.forms import PackFilterForm, PackUploadForm, too_large_message
 from packs.models import ContractVersion, Pack, Task
 from packs.services import UploadRejected, pack_import_upload
@@ -36,6 +34,7 @@ def paginate(request: HttpRequest, items, per_page: int) -> Page:
 
 
 @require_GET
+@access.browse_view
 def home(request: HttpRequest) -> HttpResponse:
     totals = ContractVersion.objects.aggregate(tasks=Sum("task_count"))
     recent = ContractVersion.objects.select_related("pack", "uploaded_by").order_by("-uploaded_at")[
@@ -51,12 +50,15 @@ def home(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@access.browse_view
 def pack_list(request: HttpRequest) -> HttpResponse:
     form = PackFilterForm(request.GET)
     query = family = ""
     if form.is_valid():
         query, family = form.cleaned_data["q"], form.cleaned_data["family"]
-    page = paginate(request, selectors.pack_list(query=query, family=family), PACKS_PER_PAGE)
+    page = paginate(
+        request, selectors.pack_list(user=request.user, query=query, family=family), PACKS_PER_PAGE
+    )
     context = {
         "form": form,
         "page": page,
@@ -69,6 +71,7 @@ def pack_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@access.browse_view
 def pack_detail(request: HttpRequest, pack_id: str) -> HttpResponse:
     pack = selectors.pack_get(pack_id)
     versions = pack.versions.select_related("uploaded_by").order_by("-version")
@@ -77,6 +80,7 @@ def pack_detail(request: HttpRequest, pack_id: str) -> HttpResponse:
 
 
 @require_GET
+@access.browse_view
 def version_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     contract_version = selectors.version_get(pack_id, version)
     family = request.GET.get("family", "")
@@ -95,6 +99,7 @@ def version_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResp
         "family": family,
         "lanes": LANES,
         "families": sorted(contract_version.family_counts.items()),
+        "can_reveal": access.can_view_privileged(request.user, contract_version.pack),
     }
     template = "packs/version_detail.html#matrix" if request.htmx else "packs/version_detail.html"
     return render(request, template, context)
@@ -106,6 +111,7 @@ def _matrix_row(task: Task, columns: list[selectors.VisibilityColumn]) -> dict:
 
 
 @require_GET
+@access.browse_view
 def task_detail(request: HttpRequest, pack_id: str, version: int, task_id: str) -> HttpResponse:
     contract_version = selectors.version_get(pack_id, version)
     task = selectors.task_get(contract_version, task_id)
@@ -120,22 +126,17 @@ def task_detail(request: HttpRequest, pack_id: str, version: int, task_id: str) 
         "assets": selectors.public_asset_files(task),
         "sealed": selectors.sealed_resource_cards(task),
         "neighbours": selectors.task_neighbours(task),
+        # Whether this user may reveal sealed values once debug mode is on; the values are
+        # served by runs' audited privileged views, never by this page.
+        "can_reveal": access.can_view_privileged(request.user, contract_version.pack),
     }
     return render(request, "packs/task_detail.html", context)
 
 
 @require_GET
+@access.browse_view
 def public_file(request: HttpRequest, pack_id: str, version: int, path: str) -> FileResponse:
-    contract_version = selectors.version_get(pack_id, version)
-    pack_file = selectors.public_file_get(contract_version, path)
-    handle = storages["pack_public"].open(pack_file.blob_name, "rb")
-    filename = path.rsplit("/", 1)[-1]
-    # Always a download, never rendered inline: pack files are not trusted HTML.
-    response = FileResponse(handle, as_attachment=True, filename=filename)
-    response["Content-Type"] = mimetypes.guess_type(filename)[0] or "application/octet-stream"
-    if response["Content-Type"].startswith(("text/html", "image/svg", "application/xhtml")):
-        response["Content-Type"] = "application/octet-stream"
-    return response
+    return public_file_response(selectors.version_get(pack_id, version), path)
 
 
 def _upload_page(

@@ -26,6 +26,7 @@ from drf_spectacular.utils import (
     extend_schema_field,
 )
 from rest_framework import permissions, serializers, status
+from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException, ParseError, PermissionDenied
 from rest_framework.pagination import PageNumberPagination
 from rest_framework.parsers import JSONParser, MultiPartParser
@@ -36,6 +37,8 @@ from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
 from packs.models import ContractVersion
+from packs.permissions import CanBrowse
+from runs import access, privileged
 from runs.bundle import (
     USAGE_KEYS,
     BundleRejected,
@@ -43,7 +46,7 @@ from runs.bundle import (
     parse_bundle_file,
     parse_candidate_objects,
 )
-from runs.models import Evaluation, ResultStatus, Run, RunSource, TaskResult
+from runs.models import AuditAction, Evaluation, ResultStatus, Run, RunSource, TaskResult
 from runs.selectors import public_detail_counts
 from runs.services import (
     RunAlreadySubmitted,
@@ -294,16 +297,12 @@ class TaskResultOutput(serializers.Serializer):
         return public_detail_counts(result.details, origin=self.context["origin"])
 
 
-class ProblemOutput(serializers.Serializer):
-    item = serializers.IntegerField(allow_null=True)
-    field = serializers.CharField()
-    message = serializers.CharField()
+class PrivilegedTaskResultOutput(TaskResultOutput):
+    """A session user's view in debug mode, privileged for the pack: stored logs and details."""
 
-
-class RejectedOutput(serializers.Serializer):
-    detail = serializers.CharField()
-    errors = ProblemOutput(many=True)
-    more = serializers.IntegerField()
+    stdout = serializers.CharField()
+    stderr = serializers.CharField()
+    details = serializers.JSONField()
 
 
 class CandidateLineDoc(serializers.Serializer):
@@ -361,19 +360,6 @@ class BundleSubmittedOutput(serializers.Serializer):
     evaluation = EvaluationQueuedOutput()
 
 
-class FileProblemOutput(serializers.Serializer):
-    file = serializers.CharField()
-    line = serializers.IntegerField(allow_null=True)
-    field = serializers.CharField()
-    message = serializers.CharField()
-
-
-class BundleRejectedOutput(serializers.Serializer):
-    detail = serializers.CharField()
-    errors = FileProblemOutput(many=True)
-    more = serializers.IntegerField()
-
-
 class RunFilter(serializers.Serializer):
     pack = serializers.CharField(required=False, max_length=100)
     version = serializers.IntegerField(required=False, min_value=1)
@@ -388,20 +374,28 @@ class ResultFilter(serializers.Serializer):
 # --- helpers -------------------------------------------------------------------------------------
 
 
-def _runs() -> QuerySet[Run]:
-    return Run.objects.select_related("contract_version__pack", "submitted_by")
+def _runs(request: Request) -> QuerySet[Run]:
+    """Runs the requesting user may see (runs.access): others' drafts do not exist (404)."""
+    return access.visible_runs(request.user).select_related(
+        "contract_version__pack", "submitted_by"
+    )
 
 
 def _run_for_writer(request: Request, run_id: int) -> Run:
-    """The run, if the requesting user created it (anyone may read a run; one user writes)."""
-    run = get_object_or_404(_runs(), pk=run_id)
-    if run.submitted_by_id is None or run.submitted_by_id != request.user.pk:
+    """The run, if the requesting user created it (readers may see it; one user writes)."""
+    run = get_object_or_404(_runs(request), pk=run_id)
+    if not access.can_write(request.user, run):
         raise PermissionDenied("Only the user who created this run may change it.")
     return run
 
 
-def _evaluation_get(run_id: int, number: int) -> Evaluation:
-    return get_object_or_404(Evaluation.objects.select_related("run"), run_id=run_id, number=number)
+def _evaluation_get(request: Request, run_id: int, number: int) -> Evaluation:
+    return get_object_or_404(
+        Evaluation.objects.select_related("run__contract_version__pack"),
+        run__in=_runs(request),
+        run_id=run_id,
+        number=number,
+    )
 
 
 def _rejected(exc: BundleRejected, *, with_file: bool) -> Response:
@@ -465,7 +459,9 @@ def evaluations_with_counts(request: Request, run: Run) -> list[dict[str, Any]]:
 
 
 class RunListCreateApi(RunApiView):
-    permission_classes = [permissions.DjangoModelPermissionsOrAnonReadOnly]
+    # Documents the page envelope (count/next/previous/results) and ?page in the schema.
+    pagination_class = PageNumberPagination
+    permission_classes = [CanBrowse, permissions.DjangoModelPermissionsOrAnonReadOnly]
     queryset = Run.objects.none()
 
     @extend_schema(
@@ -476,7 +472,7 @@ class RunListCreateApi(RunApiView):
     def get(self, request: Request) -> Response:
         filters = RunFilter(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        runs = _runs().order_by("-created_at", "-id")
+        runs = _runs(request).order_by("-created_at", "-id")
         if "pack" in filters.validated_data:
             runs = runs.filter(contract_version__pack__pack_id=filters.validated_data["pack"])
         if "version" in filters.validated_data:
@@ -516,14 +512,14 @@ class RunListCreateApi(RunApiView):
             source=RunSource.API,
             user=request.user,
         )
-        run = _runs().get(pk=run.pk)
+        run = _runs(request).get(pk=run.pk)
         return Response(RunOutput(run, context={"request": request}).data, status=201)
 
 
 class RunDetailApi(RunApiView):
     @extend_schema(operation_id="run_detail", responses=RunDetailOutput)
     def get(self, request: Request, run_id: int) -> Response:
-        run = get_object_or_404(_runs(), pk=run_id)
+        run = get_object_or_404(_runs(request), pk=run_id)
         body = RunOutput(run, context={"request": request}).data
         return Response({**body, "evaluations": evaluations_with_counts(request, run)})
 
@@ -538,7 +534,10 @@ class RunCandidatesApi(RunApiView):
         request=CandidateBatchDoc,
         responses={
             200: CandidatesAddedOutput,
-            400: RejectedOutput,
+            400: OpenApiResponse(
+                description='Field errors ({"candidates": [...]}), or the refused items: '
+                '{"detail", "errors": [{"item", "field", "message"}], "more"}.'
+            ),
             403: OpenApiResponse(description="Not the run's creator, or no permission."),
             409: OpenApiResponse(description="The run is already submitted."),
             413: OpenApiResponse(description="Body too large."),
@@ -627,7 +626,10 @@ class RunBundleApi(RunApiView):
         request={"multipart/form-data": BundleInput},
         responses={
             201: BundleSubmittedOutput,
-            400: BundleRejectedOutput,
+            400: OpenApiResponse(
+                description='Field errors ({"pack": [...]}), or the refused bundle: '
+                '{"detail", "errors": [{"file", "line", "field", "message"}], "more"}.'
+            ),
             403: OpenApiResponse(description="Not signed in, or no runs.add_run permission."),
             413: OpenApiResponse(description="Bundle too large."),
         },
@@ -663,7 +665,7 @@ class RunBundleApi(RunApiView):
             )
         except BundleRejected as exc:
             return _rejected(exc, with_file=True)
-        run = _runs().get(pk=run.pk)
+        run = _runs(request).get(pk=run.pk)
         body = {
             "run": RunOutput(run, context={"request": request}).data,
             "evaluation": _queued_body(request, run, evaluation),
@@ -684,14 +686,14 @@ def _parse_upload(upload: UploadedFile) -> ParsedBundle:
 
 
 class RunEvaluationsApi(RunApiView):
-    permission_classes = [permissions.DjangoModelPermissionsOrAnonReadOnly]
+    permission_classes = [CanBrowse, permissions.DjangoModelPermissionsOrAnonReadOnly]
     queryset = Evaluation.objects.none()
 
     @extend_schema(
         operation_id="run_evaluations_list", responses=EvaluationSummaryOutput(many=True)
     )
     def get(self, request: Request, run_id: int) -> Response:
-        run = get_object_or_404(Run, pk=run_id)
+        run = get_object_or_404(_runs(request), pk=run_id)
         return Response(evaluations_with_counts(request, run))
 
     @extend_schema(
@@ -704,7 +706,7 @@ class RunEvaluationsApi(RunApiView):
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
-        run = get_object_or_404(Run, pk=run_id)
+        run = get_object_or_404(_runs(request), pk=run_id)
         if not run.is_submitted:
             return Response(
                 {"detail": f"Run {run.pk} is not submitted yet; submit it first."},
@@ -717,7 +719,7 @@ class RunEvaluationsApi(RunApiView):
 class EvaluationStatusApi(RunApiView):
     @extend_schema(operation_id="evaluation_status", responses=EvaluationStatusOutput)
     def get(self, request: Request, run_id: int, number: int) -> Response:
-        evaluation = _evaluation_get(run_id, number)
+        evaluation = _evaluation_get(request, run_id, number)
         body = {
             "run": evaluation.run_id,
             "evaluation": evaluation.number,
@@ -738,6 +740,9 @@ class EvaluationStatusApi(RunApiView):
 
 
 class EvaluationResultsApi(RunApiView):
+    # Documents the page envelope (count/next/previous/results) and ?page in the schema.
+    pagination_class = PageNumberPagination
+
     @extend_schema(
         operation_id="evaluation_results",
         parameters=[
@@ -747,30 +752,54 @@ class EvaluationResultsApi(RunApiView):
         responses=TaskResultOutput(many=True),
     )
     def get(self, request: Request, run_id: int, number: int) -> Response:
-        evaluation = _evaluation_get(run_id, number)
+        evaluation = _evaluation_get(request, run_id, number)
         filters = ResultFilter(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        # Logs are never loaded, let alone serialised: they are privileged (debug mode only).
+        mode = _privileged_mode(request, evaluation.run)
+        # Logs are never loaded, let alone serialised, unless privileged (debug mode only).
+        fields = [
+            "task__task_id",
+            "family",
+            "status",
+            "score",
+            "failure_reason",
+            "duration_seconds",
+            "sandbox_backend",
+            "attempts",
+            "details",
+            "position",
+        ]
         results = (
             TaskResult.objects.filter(evaluation=evaluation, **filters.validated_data)
             .select_related("task")
-            .only(
-                "task__task_id",
-                "family",
-                "status",
-                "score",
-                "failure_reason",
-                "duration_seconds",
-                "sandbox_backend",
-                "attempts",
-                "details",
-                "position",
-            )
+            .only(*fields, *(("stdout", "stderr") if mode else ()))
             .order_by("position")
         )
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(results, request, view=self)
         context = {"request": request, "origin": evaluation.run.origin}
-        return paginator.get_paginated_response(
-            TaskResultOutput(page, many=True, context=context).data
-        )
+        output = PrivilegedTaskResultOutput if mode else TaskResultOutput
+        if mode is not None:
+            cv = evaluation.run.contract_version
+            privileged.audit(
+                request._request,
+                AuditAction.API_RESULTS,
+                mode=mode,
+                object_type="evaluation",
+                object_id=evaluation.pk,
+                pack_id=cv.pack.pack_id,
+                version=cv.version,
+                resource=f"run {evaluation.run_id} · evaluation {evaluation.number} · "
+                f"page {request.query_params.get('page', '1')}",
+            )
+        return paginator.get_paginated_response(output(page, many=True, context=context).data)
+
+
+def _privileged_mode(request: Request, run: Run) -> privileged.DebugMode | None:
+    """Debug mode of a browser session privileged for the run's pack; token clients (agent
+    harnesses) never get privileged fields, whoever owns the token."""
+    if not isinstance(request.successful_authenticator, SessionAuthentication):
+        return None
+    if not access.can_view_privileged(request.user, run):
+        return None
+    return privileged.debug_mode(request._request)

@@ -1,6 +1,12 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class RunsConfig(AppConfig):
     name = "runs"
     verbose_name = "Runs and evaluations"
+
+    def ready(self) -> None:
+        from runs.roles import ensure_role_groups  # noqa: PLC0415
+
+        post_migrate.connect(ensure_role_groups, sender=self, dispatch_uid="runs-role-groups")

@@ -5,7 +5,7 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from packs.models import ContractVersion
-from runs.models import EvaluationStatus, ResultStatus
+from runs.models import AuditAction, EvaluationStatus, ResultStatus
 from runs.selectors import RESULT_SORTS, VERDICT_CATEGORIES, submittable_versions
 
 BUNDLE_SUFFIXES = (".jsonl", ".zip", ".tar.gz", ".tgz")
@@ -90,3 +90,11 @@ class CompareFilterForm(forms.Form):
     category = forms.ChoiceField(
         required=False, choices=_choices(list(VERDICT_CATEGORIES), "all tasks")
     )
+
+
+class AuditFilterForm(forms.Form):
+    user = forms.CharField(required=False, max_length=150)
+    action = forms.ChoiceField(required=False, choices=[("", "any action"), *AuditAction.choices])
+    pack = forms.CharField(required=False, max_length=100)
+    since = forms.DateField(required=False, label="From")
+    until = forms.DateField(required=False, label="To")

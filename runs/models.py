@@ -204,3 +204,41 @@ class TaskResult(models.Model):
     @property
     def is_final(self) -> bool:
         return self.status in FINAL_STATUSES
+
+
+class AuditAction(models.TextChoices):
+    DEBUG_MODE_ON = "debug_mode_on", "debug mode on"
+    DEBUG_MODE_OFF = "debug_mode_off", "debug mode off"
+    VIEW_RESOURCE = "view_resource", "viewed a sealed resource"
+    LIST_FILES = "list_files", "listed sealed files"
+    VIEW_FILE = "view_file", "viewed a sealed file"
+    VIEW_LOGS = "view_logs", "viewed verifier output"
+    VIEW_DETAILS = "view_details", "viewed verifier details"
+    VIEW_CANDIDATE = "view_candidate", "viewed a privileged candidate"
+    API_RESULTS = "api_results", "read results with logs through the API"
+
+
+class AuditEvent(models.Model):
+    """One look at privileged information, or a debug-mode switch. Written, never edited."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # Kept beside the foreign key so the record survives the account's deletion.
+    username = models.CharField(max_length=150)
+    action = models.CharField(max_length=32, choices=AuditAction.choices, db_index=True)
+    object_type = models.CharField(max_length=32, blank=True)
+    object_id = models.CharField(max_length=64, blank=True)
+    pack_id = models.CharField(max_length=100, blank=True, db_index=True)
+    version = models.PositiveIntegerField(null=True, blank=True)
+    task_id = models.CharField(max_length=200, blank=True)
+    resource = models.CharField(max_length=1024, blank=True)
+    reason = models.TextField()
+    ip_address = models.GenericIPAddressField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.username} {self.action} at {self.created_at:%Y-%m-%d %H:%M:%S}"

@@ -29,6 +29,7 @@ from django.db.models import (
 from django.shortcuts import get_object_or_404
 
 from packs.models import ContractVersion, Pack, Task
+from runs import access
 from runs.models import (
     CandidateOrigin,
     Evaluation,
@@ -85,17 +86,27 @@ def _latest_evaluation(field_name: str) -> Subquery:
 
 
 def run_list(
-    *, pack: str = "", version: int | None = None, agent: str = "", status: str = ""
+    *,
+    user: Any,
+    pack: str = "",
+    version: int | None = None,
+    agent: str = "",
+    status: str = "",
 ) -> QuerySet[Run]:
-    """Runs newest first, each with its latest evaluation's status and score (one query)."""
-    runs = Run.objects.select_related("contract_version__pack").annotate(
-        latest_number=_latest_evaluation("number"),
-        latest_status=_latest_evaluation("status"),
-        latest_score=_latest_evaluation("score"),
-        latest_ci_low=_latest_evaluation("ci_low"),
-        latest_ci_high=_latest_evaluation("ci_high"),
-        latest_passed=_latest_evaluation("passed"),
-        latest_total=_latest_evaluation("total"),
+    """Runs the user may see, newest first, each with its latest evaluation's status and
+    score (one query)."""
+    runs = (
+        access.visible_runs(user)
+        .select_related("contract_version__pack")
+        .annotate(
+            latest_number=_latest_evaluation("number"),
+            latest_status=_latest_evaluation("status"),
+            latest_score=_latest_evaluation("score"),
+            latest_ci_low=_latest_evaluation("ci_low"),
+            latest_ci_high=_latest_evaluation("ci_high"),
+            latest_passed=_latest_evaluation("passed"),
+            latest_total=_latest_evaluation("total"),
+        )
     )
     if pack:
         runs = runs.filter(contract_version__pack__pack_id=pack)
@@ -135,9 +146,11 @@ def version_find(pack_id: str, version: int) -> ContractVersion | None:
 # --- one run -------------------------------------------------------------------------------
 
 
-def run_get(run_id: int) -> Run:
+def run_get(run_id: int, *, user: Any) -> Run:
+    """A run the user may see; 404 otherwise (nothing confirms that it exists)."""
     return get_object_or_404(
-        Run.objects.select_related("contract_version__pack", "submitted_by"), pk=run_id
+        access.visible_runs(user).select_related("contract_version__pack", "submitted_by"),
+        pk=run_id,
     )
 
 

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import views
+from runs import privileged_views, views
 
 app_name = "runs"
 
@@ -17,10 +17,34 @@ urlpatterns = [
         name="progress",
     ),
     path("runs/<int:run_id>/results/<int:result_id>/", views.result_detail, name="result"),
+    path(
+        "runs/<int:run_id>/results/<int:result_id>/privileged/<str:part>/",
+        privileged_views.result_privileged,
+        name="result-privileged",
+    ),
     path("leaderboards/", views.leaderboard_list, name="leaderboards"),
     path(
         "leaderboards/<str:pack_id>/v<int:version>/",
         views.leaderboard_detail,
         name="leaderboard",
     ),
+    # Debug mode, privileged panels (audited) and the audit log.
+    path("debug-mode/", privileged_views.debug_mode_on, name="debug-mode"),
+    path("debug-mode/off/", privileged_views.debug_mode_off, name="debug-mode-off"),
+    path(
+        "privileged/packs/<str:pack_id>/v<int:version>/resource/",
+        privileged_views.reveal_resource,
+        name="reveal-resource",
+    ),
+    path(
+        "privileged/packs/<str:pack_id>/v<int:version>/files/",
+        privileged_views.sealed_file_list,
+        name="sealed-files",
+    ),
+    path(
+        "privileged/packs/<str:pack_id>/v<int:version>/file/",
+        privileged_views.reveal_file,
+        name="reveal-file",
+    ),
+    path("audit/", privileged_views.audit_log, name="audit-log"),
 ]

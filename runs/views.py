@@ -8,6 +8,7 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.core.paginator import Page, Paginator
@@ -19,10 +20,11 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HttpResponseClientRedirect
 
+from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.services import upload_workspace
 from packs.uploads import ENVELOPE_BYTES, upload_was_too_large
-from runs import selectors
+from runs import access, privileged, selectors
 from runs.bundle import BundleRejected, parse_bundle_file
 from runs.forms import (
     CompareFilterForm,
@@ -61,6 +63,7 @@ def _cleaned(form, name: str, default=""):
 
 @require_GET
 @vary_on_headers("HX-Request")
+@pack_access.browse_view
 def run_list(request: HttpRequest) -> HttpResponse:
     form = RunFilterForm(request.GET)
     filters = {
@@ -69,7 +72,7 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "agent": _cleaned(form, "agent"),
         "status": _cleaned(form, "status"),
     }
-    page = paginate(request, selectors.run_list(**filters), RUNS_PER_PAGE)
+    page = paginate(request, selectors.run_list(user=request.user, **filters), RUNS_PER_PAGE)
     context = {
         "page": page,
         "filters": filters,
@@ -265,8 +268,9 @@ def _results_context(request: HttpRequest, run: Run, evaluation: Evaluation) -> 
 
 @require_GET
 @vary_on_headers("HX-Request", "HX-Target")
+@pack_access.browse_view
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(run_id)
+    run = selectors.run_get(run_id, user=request.user)
     evaluations = selectors.run_evaluations(run)
     evaluation = _selected_evaluation(request, evaluations)
     context: dict = {"run": run, "evaluation": evaluation, "evaluations": evaluations}
@@ -280,7 +284,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         pack=run.contract_version.pack,
         usage=selectors.usage_totals(run),
         comparable=selectors.comparable_runs(run),
-        can_reevaluate=request.user.has_perm("runs.add_evaluation") and run.is_submitted,
+        can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
     )
     if evaluation is not None:
         context.update(_evaluation_context(evaluation, evaluations))
@@ -303,8 +307,9 @@ def _evaluation_context(evaluation: Evaluation, evaluations: list[Evaluation]) -
 
 
 @require_GET
+@pack_access.browse_view
 def evaluation_progress(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
-    run = selectors.run_get(run_id)
+    run = selectors.run_get(run_id, user=request.user)
     evaluation = selectors.evaluation_get(run, number)
     context = {
         "run": run,
@@ -320,9 +325,10 @@ def evaluation_progress(request: HttpRequest, run_id: int, number: int) -> HttpR
 
 
 @require_POST
-@permission_required("runs.add_evaluation", raise_exception=True)
 def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(run_id)
+    if not access.can_reevaluate(request.user):
+        raise PermissionDenied("Re-evaluating needs the reviewer role.")
+    run = selectors.run_get(run_id, user=request.user)
     if not run.is_submitted:
         messages.error(request, "This run is still being filled through the API; submit it first.")
         return redirect("runs:detail", run_id=run.pk)
@@ -336,11 +342,14 @@ def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
 
 
 @require_GET
+@pack_access.browse_view
 def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResponse:
-    run = selectors.run_get(run_id)
+    run = selectors.run_get(run_id, user=request.user)
     result = selectors.result_get(run, result_id)
     candidate = result.candidate
-    # Oracle candidates are the pack's reference solutions: privileged wherever shown.
+    # Run details: the candidate is shown to the run's submitter only (runs.access), and an
+    # oracle candidate (a reference solution) to nobody outside the audited debug-mode panel.
+    shown = candidate is not None and access.can_see_candidates(request.user, run)
     withheld = run.origin == CandidateOrigin.ORACLE
     context = {
         "run": run,
@@ -350,13 +359,18 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
         "evaluation": result.evaluation,
         "details": list(selectors.public_detail_counts(result.details, origin=run.origin).items()),
         "neighbours": selectors.result_neighbours(result),
-        "candidate": None if withheld else candidate,
+        "candidate": candidate if shown else None,
         "candidate_withheld": withheld and candidate is not None,
+        "candidate_private": not withheld and candidate is not None and not shown,
         "workspace": (
             selectors.workspace_files(candidate.files)
-            if candidate is not None and not withheld and candidate.kind == "workspace"
+            if shown and candidate is not None and candidate.kind == "workspace"
             else []
         ),
+        # Privileged panels (verifier output, full details, withheld candidate) are offered in
+        # debug mode to users privileged for this pack; the panels check again and audit.
+        "can_reveal": access.can_view_privileged(request.user, run),
+        "debug_on": privileged.debug_mode(request) is not None,
     }
     return render(request, "runs/result_detail.html", context)
 
@@ -365,6 +379,7 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
 
 
 @require_GET
+@pack_access.browse_view
 def leaderboard_list(request: HttpRequest) -> HttpResponse:
     return render(
         request, "runs/leaderboard_list.html", {"versions": selectors.leaderboard_versions()}
@@ -372,6 +387,7 @@ def leaderboard_list(request: HttpRequest) -> HttpResponse:
 
 
 @require_GET
+@pack_access.browse_view
 def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     contract_version = pack_selectors.version_get(pack_id, version)
     context = {
@@ -387,12 +403,13 @@ def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> Http
 
 @require_GET
 @vary_on_headers("HX-Request")
+@pack_access.browse_view
 def run_compare(request: HttpRequest) -> HttpResponse:
     form = CompareFilterForm(request.GET)
     if not form.is_valid() and ("a" in form.errors or "b" in form.errors):
         return _compare_error(request, "Choose two runs to compare: ?a=RUN&b=RUN.")
-    a = selectors.run_get(form.cleaned_data["a"])
-    b = selectors.run_get(form.cleaned_data["b"])
+    a = selectors.run_get(form.cleaned_data["a"], user=request.user)
+    b = selectors.run_get(form.cleaned_data["b"], user=request.user)
     try:
         comparison = selectors.comparison(a, b)
     except selectors.CompareError as exc:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -108,6 +109,7 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "securebench_site.middleware.LoginRequiredMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
@@ -129,6 +131,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "runs.context_processors.roles",
             ],
         },
     },
@@ -325,6 +328,19 @@ SPECTACULAR_SETTINGS = {
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
 }
+# --- API docs (/api/v1/docs/) ---------------------------------------------------------------
+# Swagger UI's files come from drf-spectacular-sidecar, served by us (never a CDN); the page
+# loads its init script as a separate same-origin file, so the CSP needs no unsafe-inline.
+INSTALLED_APPS += ["drf_spectacular_sidecar"]
+SPECTACULAR_SETTINGS |= {
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "securebench_site.openapi.document_standard_errors",
+    ],
+}
 
 # --- Security headers ----------------------------------------------------------------------
 SECURE_CSP = {
@@ -337,17 +353,55 @@ SECURE_CSP = {
     "frame-ancestors": [CSP.NONE],
     "form-action": [CSP.SELF],
 }
+
+# --- Hardening -----------------------------------------------------------------------------
+# Production (DEBUG off) is HTTPS-only by default: redirect, secure cookies, HSTS; each can be
+# turned off by its environment variable (the test suite sets SECURE_SSL_REDIRECT=0, since
+# Django's test client speaks plain HTTP). `manage.py check --deploy --fail-level WARNING` is
+# clean with SECRET_KEY, ALLOWED_HOSTS and nothing else set (tests/test_hardening.py).
 SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-# Production sets SECURE_SSL_REDIRECT=1 behind TLS; cookies and HSTS follow it.
-SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", False)
-SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", SECURE_SSL_REDIRECT)
-CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", SECURE_SSL_REDIRECT)
-SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 31536000 if SECURE_SSL_REDIRECT else 0)
-SECURE_HSTS_INCLUDE_SUBDOMAINS = SECURE_HSTS_SECONDS > 0
-SECURE_HSTS_PRELOAD = SECURE_HSTS_SECONDS > 0
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 0 if DEBUG else 365 * 24 * 3600)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", SECURE_HSTS_SECONDS > 0)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", SECURE_HSTS_SECONDS > 0)
+
+
+def _proxy_ssl_header(raw: str) -> tuple[str, str] | None:
+    """``HTTP_X_FORWARDED_PROTO`` or ``HTTP_X_FORWARDED_PROTO=https``: trust that header only
+    when a proxy that always sets (and strips incoming copies of) it sits in front."""
+    if not raw:
+        return None
+    name, _, value = raw.partition("=")
+    if not name.startswith("HTTP_"):
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER must name a META key such as HTTP_X_FORWARDED_PROTO, "
+            f"got {raw!r}"
+        )
+    return name.strip(), value.strip() or "https"
+
+
+SECURE_PROXY_SSL_HEADER = _proxy_ssl_header(env_str("SECURE_PROXY_SSL_HEADER"))
+
+# Login lockout (django-axes): 5 failures for one username from one address lock that pair
+# out for 15 minutes; attempts are kept in the database, so every web process sees them.
+# Authentication without a request (test client, shell) is not a network login and is not
+# counted (securebench_site.auth.LoginLockoutBackend).
+INSTALLED_APPS += ["axes"]
+MIDDLEWARE += ["axes.middleware.AxesMiddleware"]
+AUTHENTICATION_BACKENDS = [
+    "securebench_site.auth.LoginLockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_FAILURE_LIMIT = env_int("SECUREBENCH_LOGIN_FAILURE_LIMIT", 5)
+AXES_COOLOFF_TIME = timedelta(minutes=env_int("SECUREBENCH_LOGIN_LOCKOUT_MINUTES", 15))
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_RESET_ON_SUCCESS = True
+AXES_LOCKOUT_CALLABLE = "securebench_site.auth.locked_out"
 
 LOGGING = {
     "version": 1,
@@ -356,3 +410,13 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
+
+# --- Roles and debug mode ------------------------------------------------------------------
+# Everything needs a signed-in user with a role (runs.roles) except the login page; with
+# SECUREBENCH_PUBLIC_RESULTS on, anonymous visitors also browse packs, runs, results and
+# leaderboards read-only (never privileged information, never candidates). Debug mode
+# (privileged information, every view audited) ends after SECUREBENCH_DEBUG_MODE_MINUTES.
+SECUREBENCH_PUBLIC_RESULTS = env_bool("SECUREBENCH_PUBLIC_RESULTS", False)
+SECUREBENCH_DEBUG_MODE_MINUTES = env_int("SECUREBENCH_DEBUG_MODE_MINUTES", 30)
+# The API answers 401/403 JSON: DRF views skip the login middleware and ask packs.access.
+REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"] = ["packs.permissions.CanBrowse"]

@@ -20,7 +20,9 @@ EXAMPLES = REPO_ROOT / "examples"
 
 # Suites that never touch the database or the broker: CI's PostgreSQL + Redis pass skips them
 # (they already ran once on the embedded defaults, and sandboxes do not care about the DB).
-DATABASE_INDEPENDENT = ("compiler", "verifiers")
+# Browser tests start `make run` on the embedded defaults whatever the environment says, so
+# they too run once.
+DATABASE_INDEPENDENT = ("compiler", "verifiers", "e2e")
 DATABASE_INDEPENDENT_FILES = (
     "test_code_gaming.py",
     "test_patch_and_workspace_gaming.py",
@@ -182,3 +184,22 @@ def sandbox(request: pytest.FixtureRequest):
         if wants_image and _docker_image_present(LOCAL_IMAGE):
             patch.setenv("SECUREBENCH_DEFAULT_IMAGE", LOCAL_IMAGE)
         yield sandbox_or_skip(request.param)
+
+
+# --- roles ----------------------------------------------------------------------------------
+
+TEST_PASSWORD = "pw-for-tests-only"
+
+
+def make_user(username: str, *roles: str, superuser: bool = False):
+    """A user in the given role groups (viewer, submitter, pack maintainer, reviewer, admin),
+    or a superuser; the groups come from the migration (runs.0003)."""
+    from django.contrib.auth.models import Group, User  # noqa: PLC0415
+
+    if superuser:
+        return User.objects.create_superuser(username, password=TEST_PASSWORD)
+    user = User.objects.create_user(username, password=TEST_PASSWORD)
+    groups = list(Group.objects.filter(name__in=roles))
+    assert len(groups) == len(roles), f"unknown role in {roles}"
+    user.groups.add(*groups)
+    return user

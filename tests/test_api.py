@@ -8,14 +8,18 @@ from rest_framework.test import APIClient
 
 from packs.models import Pack
 from packs.services import pack_import_folder
-from tests.conftest import mc_row, zip_folder
+from tests.conftest import make_user, mc_row, zip_folder
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def api() -> APIClient:
-    return APIClient()
+    """A viewer's harness (token): the API needs a user who may browse."""
+    client = APIClient()
+    token = Token.objects.create(user=make_user("api-reader", "viewer"))
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    return client
 
 
 @pytest.fixture
@@ -158,7 +162,7 @@ def test_task_payloads_link_their_public_asset_files(api, make_pack):
     task = api.get("/api/v1/packs/with-assets/versions/1/tasks/").json()["results"][0]
 
     assert task["asset_urls"] == {
-        "data/a.csv": "http://testserver/packs/with-assets/v1/files/data/a.csv",
-        "data/b.csv": "http://testserver/packs/with-assets/v1/files/data/b.csv",
+        "data/a.csv": "http://testserver/api/v1/packs/with-assets/versions/1/files/data/a.csv",
+        "data/b.csv": "http://testserver/api/v1/packs/with-assets/versions/1/files/data/b.csv",
     }
     assert api.get(task["asset_urls"]["data/a.csv"]).status_code == 200

@@ -11,15 +11,26 @@ from django.urls import reverse
 
 from packs.models import ContractVersion, Pack
 from packs.services import pack_import_folder
-from tests.conftest import mc_row, zip_folder
+from tests.conftest import make_user, mc_row, zip_folder
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
+def client(client):
+    """Pages need a signed-in user with a role: these tests read them as a viewer."""
+    client.force_login(make_user("reader", "viewer"))
+    return client
+
+
+@pytest.fixture
+def anonymous():
+    return Client()
+
+
+@pytest.fixture
 def uploader(client):
-    user = User.objects.create_user("author", password="pw-for-tests-only")
-    user.user_permissions.add(Permission.objects.get(codename="add_contractversion"))
+    user = make_user("author", "pack maintainer")
     client.force_login(user)
     return user
 
@@ -28,8 +39,8 @@ def upload(client, data: bytes, name: str = "pack.zip", **extra):
     return client.post(reverse("pack-upload"), {"archive": SimpleUploadedFile(name, data)}, **extra)
 
 
-def test_anonymous_visitors_are_sent_to_sign_in_before_uploading(client):
-    response = client.get(reverse("pack-upload"))
+def test_anonymous_visitors_are_sent_to_sign_in_before_uploading(anonymous):
+    response = anonymous.get(reverse("pack-upload"))
 
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))

@@ -52,6 +52,7 @@ class SiteProcess:
             not in {"DATABASE_URL", "CELERY_BROKER_URL", "DJANGO_SETTINGS_MODULE", "SECRET_KEY"}
         }
         env |= {"SECUREBENCH_DATA_DIR": str(data_dir), "PYTHONUNBUFFERED": "1"}
+        self.env = env
         self.process = subprocess.Popen(
             ["make", "--no-print-directory", "run", f"PORT={port}"],
             cwd=REPO_ROOT,

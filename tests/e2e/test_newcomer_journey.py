@@ -26,14 +26,16 @@ def test_a_newcomer_uploads_humaneval_mini_and_reads_what_the_agent_sees(
 
     page = browser.new_page(viewport={"width": 1280, "height": 900})
 
+    # Anonymous visitors see nothing but the sign-in page; it brings them back afterwards.
     page.goto(f"{base}/packs/")
+    expect(page.locator("h1")).to_have_text("Sign in")
+    page.fill("#id_username", "admin")
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
     expect(page.locator("#pack-table")).to_contain_text("python-functions")
     page.screenshot(path=SCREENSHOTS / "pack-list.png", full_page=True)
 
     page.goto(f"{base}/upload/")
-    page.fill("#id_username", "admin")
-    page.fill("#id_password", password)
-    page.click("button[type=submit]")
     expect(page.locator("h1")).to_have_text("Upload a pack")
     page.set_input_files("#id_archive", archive)
     page.screenshot(path=SCREENSHOTS / "upload.png", full_page=True)

@@ -50,8 +50,9 @@ def version(make_pack) -> ContractVersion:
 
 
 def user_with(name: str, *codenames: str) -> User:
+    """A user who may browse (packs.browse), with the given extra permissions."""
     user = User.objects.create_user(name, password="pw-for-tests-only")
-    for codename in codenames:
+    for codename in ("browse", *codenames):
         user.user_permissions.add(Permission.objects.get(codename=codename))
     return user
 
@@ -72,6 +73,12 @@ def harness() -> APIClient:
 @pytest.fixture
 def anonymous() -> APIClient:
     return APIClient()
+
+
+@pytest.fixture
+def reader() -> APIClient:
+    """A viewer's harness: reads runs and results, writes nothing."""
+    return client_for(user_with("reader"))
 
 
 def text(task_id: str, answer: str) -> dict[str, Any]:
@@ -345,13 +352,17 @@ def test_only_the_runs_creator_may_add_candidates_or_submit(harness, anonymous, 
     anonymous_submit = anonymous.post(f"/api/v1/runs/{run_id}/submit/")
     missing = add(harness, 999_999, text("q1", "B"))
 
-    assert stranger_add.status_code == 403
-    assert "Only the user who created this run" in stranger_add.json()["detail"]
-    assert stranger_submit.status_code == 403
+    # A draft is its creator's alone: to anyone else it does not exist.
+    assert stranger_add.status_code == 404 and stranger_submit.status_code == 404
     assert anonymous_add.status_code == 403 and anonymous_submit.status_code == 403
     assert missing.status_code == 404
     run = Run.objects.get(pk=run_id)
     assert run.candidate_count == 0 and run.submitted_at is None
+    # Once submitted, others may read the run but still not write to it.
+    assert harness.post(f"/api/v1/runs/{run_id}/submit/").status_code == 202
+    late = stranger.post(f"/api/v1/runs/{run_id}/submit/")
+    assert late.status_code == 403
+    assert "Only the user who created this run" in late.json()["detail"]
 
 
 def test_a_creator_whose_permission_was_withdrawn_can_no_longer_write(version):
@@ -369,12 +380,14 @@ def test_a_creator_whose_permission_was_withdrawn_can_no_longer_write(version):
 
 
 def test_the_status_counts_results_in_one_aggregate_query(
-    harness, anonymous, version, django_assert_num_queries
+    harness, reader, version, django_assert_num_queries
 ):
     queued = submitted_run(harness, text("q1", "B"), text("q2", "A"))
 
-    with django_assert_num_queries(2):  # the evaluation, then one aggregate over its results
-        status = anonymous.get(queued["status_url"]).json()
+    # The token and its user, the user's and their groups' permissions (may they browse?),
+    # then the evaluation and one aggregate over its results.
+    with django_assert_num_queries(5):
+        status = reader.get(queued["status_url"]).json()
 
     assert status["done"] is False and status["status"] == "queued"
     assert status["counts"] == {
@@ -396,13 +409,13 @@ def poll_until_done(client: APIClient, url: str, timeout: float = 60) -> dict[st
 
 @pytest.mark.django_db(transaction=True)
 def test_a_worker_scores_a_submitted_run_and_the_status_says_done(
-    workers, harness, anonymous, version
+    workers, harness, reader, version
 ):
     workers.start()
     queued = submitted_run(harness, text("q1", "B"), text("q2", "A"))
 
-    status = poll_until_done(anonymous, queued["status_url"])
-    results = anonymous.get(queued["results_url"]).json()["results"]
+    status = poll_until_done(reader, queued["status_url"])
+    results = reader.get(queued["results_url"]).json()["results"]
 
     assert status["status"] == "done"
     assert status["counts"] == {
@@ -424,7 +437,7 @@ def test_a_worker_scores_a_submitted_run_and_the_status_says_done(
     assert results[0]["attempts"] == 1
 
 
-def test_results_list_verdicts_and_never_logs_or_detail_strings(harness, anonymous, version):
+def test_results_list_verdicts_and_never_logs_or_detail_strings(harness, reader, version):
     queued = submitted_run(harness, text("q1", "B"), text("q2", "A"))
     TaskResult.objects.filter(task__task_id="q1").update(
         status=ResultStatus.FAILED,
@@ -443,13 +456,13 @@ def test_results_list_verdicts_and_never_logs_or_detail_strings(harness, anonymo
         duration_seconds=0.5,
     )
 
-    page = anonymous.get(queued["results_url"])
+    page = reader.get(queued["results_url"])
     everything = [
         page,
-        anonymous.get(queued["status_url"]),
-        anonymous.get(f"/api/v1/runs/{queued['run']}/"),
-        anonymous.get("/api/v1/runs/"),
-        anonymous.get(f"/api/v1/runs/{queued['run']}/evaluations/"),
+        reader.get(queued["status_url"]),
+        reader.get(f"/api/v1/runs/{queued['run']}/"),
+        reader.get("/api/v1/runs/"),
+        reader.get(f"/api/v1/runs/{queued['run']}/evaluations/"),
     ]
 
     assert page.status_code == 200 and page.json()["count"] == 4
@@ -472,7 +485,7 @@ def test_results_list_verdicts_and_never_logs_or_detail_strings(harness, anonymo
 
 
 @pytest.mark.django_db(transaction=True)
-def test_an_oracle_runs_results_do_not_reveal_the_answers(workers, anonymous, version):
+def test_an_oracle_runs_results_do_not_reveal_the_answers(workers, reader, version):
     workers.start()
     run, _ = run_submit_reference(
         contract_version=version,
@@ -480,11 +493,11 @@ def test_an_oracle_runs_results_do_not_reveal_the_answers(workers, anonymous, ve
         metadata=RunMetadata(agent_name="oracle"),
         source=RunSource.COMMAND,
     )
-    poll_until_done(anonymous, f"/api/v1/runs/{run.pk}/evaluations/1/")
+    poll_until_done(reader, f"/api/v1/runs/{run.pk}/evaluations/1/")
     # The verifier recorded which choice each oracle answer named: the answer key itself.
     assert TaskResult.objects.filter(details__has_key="answered_choice_index").count() == 3
 
-    page = anonymous.get(f"/api/v1/runs/{run.pk}/evaluations/1/results/").json()
+    page = reader.get(f"/api/v1/runs/{run.pk}/evaluations/1/results/").json()
 
     scored = [r for r in page["results"] if r["family"] == "multiple_choice"]
     assert [r["status"] for r in scored] == ["passed", "passed", "passed"]
@@ -492,12 +505,12 @@ def test_an_oracle_runs_results_do_not_reveal_the_answers(workers, anonymous, ve
     assert "answered_choice_index" not in json.dumps(page) and "Answer:" not in json.dumps(page)
 
 
-def test_results_filter_by_status_and_family_and_refuse_unknown_status(harness, anonymous, version):
+def test_results_filter_by_status_and_family_and_refuse_unknown_status(harness, reader, version):
     url = submitted_run(harness, text("q1", "B"))["results_url"]
 
-    failed = anonymous.get(url, {"status": "failed"}).json()
-    deferred = anonymous.get(url, {"family": "tool_call"}).json()
-    bad = anonymous.get(url, {"status": "won"})
+    failed = reader.get(url, {"status": "failed"}).json()
+    deferred = reader.get(url, {"family": "tool_call"}).json()
+    bad = reader.get(url, {"status": "won"})
 
     assert [r["task_id"] for r in failed["results"]] == ["q2", "q3"]
     assert [r["task_id"] for r in deferred["results"]] == ["d1"]
@@ -505,24 +518,26 @@ def test_results_filter_by_status_and_family_and_refuse_unknown_status(harness, 
     assert bad.status_code == 400 and "status" in bad.json()
 
 
-def test_an_unknown_evaluation_or_run_is_404(harness, anonymous, version):
+def test_an_unknown_evaluation_or_run_is_404(harness, reader, version):
     queued = submitted_run(harness, text("q1", "B"))
 
-    assert anonymous.get(f"/api/v1/runs/{queued['run']}/evaluations/2/").status_code == 404
-    assert anonymous.get("/api/v1/runs/999999/evaluations/1/results/").status_code == 404
-    assert anonymous.get("/api/v1/runs/999999/").status_code == 404
+    assert reader.get(f"/api/v1/runs/{queued['run']}/evaluations/2/").status_code == 404
+    assert reader.get("/api/v1/runs/999999/evaluations/1/results/").status_code == 404
+    assert reader.get("/api/v1/runs/999999/").status_code == 404
 
 
-def test_runs_are_listed_newest_first_and_filtered(harness, anonymous, version, make_pack):
+def test_runs_are_listed_newest_first_and_filtered(harness, reader, version, make_pack):
     other = make_pack({"id": "runs-api", "version": 2}, [mc_row("q1")])
     pack_import_folder(folder=other)
     create_run(harness, agent_name="alpha")
     create_run(harness, agent_name="beta", version=2)
 
-    everything = anonymous.get("/api/v1/runs/").json()
-    by_version = anonymous.get("/api/v1/runs/", {"pack": "runs-api", "version": 2}).json()
-    by_agent = anonymous.get("/api/v1/runs/", {"agent": "ALPHA"}).json()
-    bad = anonymous.get("/api/v1/runs/", {"version": "two"})
+    everything = harness.get("/api/v1/runs/").json()
+    by_version = harness.get("/api/v1/runs/", {"pack": "runs-api", "version": 2}).json()
+    by_agent = harness.get("/api/v1/runs/", {"agent": "ALPHA"}).json()
+    bad = harness.get("/api/v1/runs/", {"version": "two"})
+    # Drafts (not submitted yet) are listed for their creator only.
+    assert reader.get("/api/v1/runs/").json()["count"] == 0
 
     assert [r["agent_name"] for r in everything["results"]] == ["beta", "alpha"]
     assert [r["agent_name"] for r in by_version["results"]] == ["beta"]
@@ -530,12 +545,12 @@ def test_runs_are_listed_newest_first_and_filtered(harness, anonymous, version, 
     assert bad.status_code == 400 and "version" in bad.json()
 
 
-def test_a_run_shows_its_evaluations_newest_first(harness, anonymous, version):
+def test_a_run_shows_its_evaluations_newest_first(harness, reader, version):
     queued = submitted_run(harness, text("q1", "B"))
     reviewer = client_for(user_with("reviewer", "add_evaluation"))
     reviewer.post(f"/api/v1/runs/{queued['run']}/evaluations/")
 
-    detail = anonymous.get(f"/api/v1/runs/{queued['run']}/").json()
+    detail = reader.get(f"/api/v1/runs/{queued['run']}/").json()
 
     assert detail["submitted"] is True and detail["candidate_count"] == 1
     assert [e["number"] for e in detail["evaluations"]] == [2, 1]
@@ -568,12 +583,16 @@ def test_re_evaluating_needs_the_add_evaluation_permission(harness, anonymous, v
 
 
 def test_an_unsubmitted_run_cannot_be_re_evaluated(harness, version):
-    run_id = create_run(harness).json()["id"]
+    owner = client_for(user_with("owner", "add_run", "add_evaluation"))
+    run_id = create_run(owner).json()["id"]
     reviewer = client_for(user_with("reviewer", "add_evaluation"))
 
-    response = reviewer.post(f"/api/v1/runs/{run_id}/evaluations/")
+    response = owner.post(f"/api/v1/runs/{run_id}/evaluations/")
+    # Someone else's draft does not exist for them.
+    other = reviewer.post(f"/api/v1/runs/{run_id}/evaluations/")
 
     assert response.status_code == 409 and "not submitted" in response.json()["detail"]
+    assert other.status_code == 404
     assert not Evaluation.objects.exists()
 
 
@@ -670,7 +689,7 @@ def test_bundle_uploads_need_permission(anonymous, version):
 # --- throttling and schema ------------------------------------------------------------------------
 
 
-def test_writes_are_throttled_per_user_and_reads_are_not(harness, anonymous, version, settings):
+def test_writes_are_throttled_per_user_and_reads_are_not(harness, reader, version, settings):
     settings.REST_FRAMEWORK = {
         **settings.REST_FRAMEWORK,
         "DEFAULT_THROTTLE_RATES": {"run_writes": "2/minute", "run_candidates": "1/minute"},
@@ -684,7 +703,7 @@ def test_writes_are_throttled_per_user_and_reads_are_not(harness, anonymous, ver
     assert answers == [201, 201, 429]
     assert batches == [200, 429]
     assert create_run(other).status_code == 201
-    assert all(anonymous.get("/api/v1/runs/").status_code == 200 for _ in range(5))
+    assert all(reader.get("/api/v1/runs/").status_code == 200 for _ in range(5))
     assert Run.objects.count() == 3
 
 

@@ -10,6 +10,7 @@ import pytest
 from django.contrib.auth.models import Permission, User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 from django.utils import timezone
@@ -28,7 +29,7 @@ from runs.models import (
     WorkQueue,
 )
 from runs.stats import wilson_interval
-from tests.conftest import mc_row
+from tests.conftest import make_user, mc_row
 
 pytestmark = pytest.mark.django_db
 
@@ -130,8 +131,9 @@ def _fill_summary(evaluation: Evaluation, tasks, statuses: list[str]) -> None:
 
 
 def user_with(name: str, *codenames: str) -> User:
+    """A user who may browse (packs.browse), with the given extra permissions."""
     user = User.objects.create_user(name, password="pw-for-tests-only")
-    for codename in codenames:
+    for codename in ("browse", *codenames):
         user.user_permissions.add(Permission.objects.get(codename=codename))
     return user
 
@@ -144,6 +146,18 @@ def page(client, url: str, **params) -> str:
 
 def run_url(run: Run) -> str:
     return reverse("runs:detail", args=[run.pk])
+
+
+@pytest.fixture
+def reader(db) -> User:
+    return make_user("reader", "viewer")
+
+
+@pytest.fixture
+def client(client, reader):
+    """Pages need a signed-in user with a role: these tests read them as a viewer."""
+    client.force_login(reader)
+    return client
 
 
 # --- runs list -------------------------------------------------------------------------------
@@ -196,7 +210,13 @@ def test_runs_can_be_filtered_by_pack_version_agent_and_status(client, make_pack
 
 def test_the_runs_list_pages_by_fifty_with_totals(client, cv):
     Run.objects.bulk_create(
-        Run(contract_version=cv, agent_name=f"bot{i}", source=RunSource.API) for i in range(55)
+        Run(
+            contract_version=cv,
+            agent_name=f"bot{i}",
+            source=RunSource.API,
+            submitted_at=timezone.now(),
+        )
+        for i in range(55)
     )
 
     first = page(client, reverse("runs:list"))
@@ -235,8 +255,8 @@ def answer(task_id: str, text: str) -> dict:
     return {"task_id": task_id, "candidate": {"kind": "text", "text": f"Answer: {text}"}}
 
 
-def test_anonymous_visitors_are_sent_to_sign_in_before_submitting(client):
-    response = client.get(reverse("runs:submit"))
+def test_anonymous_visitors_are_sent_to_sign_in_before_submitting():
+    response = Client().get(reverse("runs:submit"))
 
     assert response.status_code == 302
     assert response["Location"].startswith(reverse("login"))
@@ -577,12 +597,13 @@ def test_only_users_with_the_permission_can_re_evaluate(client, cv):
     make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
     url = reverse("runs:reevaluate", args=[run.pk])
 
-    anonymous = client.post(url)
+    anonymous = Client().post(url)
     client.force_login(user_with("viewer"))
     without = client.post(url)
     page_without = page(client, run_url(run))
 
-    assert anonymous.status_code == 403 and without.status_code == 403
+    assert anonymous.status_code == 302 and anonymous["Location"].startswith(reverse("login"))
+    assert without.status_code == 403
     assert "Re-evaluate" not in page_without
     assert run.evaluations.count() == 1
 
@@ -660,8 +681,8 @@ def test_verifier_output_and_detail_strings_are_never_shown(client, cv):
     assert "Verifier output and messages are privileged: reviewers see them in debug mode." in body
 
 
-def test_a_code_candidate_is_highlighted(client, cv):
-    run = make_run(cv)
+def test_a_code_candidate_is_highlighted(client, reader, cv):
+    run = make_run(cv, submitted_by=reader)  # candidates are shown to their submitter
     make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
     result = result_for(run, "q1")
     candidate = Candidate.objects.create(
@@ -676,8 +697,8 @@ def test_a_code_candidate_is_highlighted(client, cv):
     assert ' style="' not in body
 
 
-def test_candidate_text_is_escaped_and_patches_are_coloured(client, cv):
-    run = make_run(cv)
+def test_candidate_text_is_escaped_and_patches_are_coloured(client, reader, cv):
+    run = make_run(cv, submitted_by=reader)  # candidates are shown to their submitter
     make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
     first, second = result_for(run, "q1"), result_for(run, "q2")
     script = Candidate.objects.create(
@@ -697,8 +718,8 @@ def test_candidate_text_is_escaped_and_patches_are_coloured(client, cv):
     assert '<span class="gi">+new' in patch_body and '<span class="gd">-old' in patch_body
 
 
-def test_a_workspace_candidate_lists_its_files_with_sizes(client, cv):
-    run = make_run(cv)
+def test_a_workspace_candidate_lists_its_files_with_sizes(client, reader, cv):
+    run = make_run(cv, submitted_by=reader)  # candidates are shown to their submitter
     make_evaluation(run, [PASSED, FAILED, FAILED, FAILED, PENDING])
     result = result_for(run, "q1")
     content = base64.b64encode(b"x" * 1500).decode()

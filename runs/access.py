@@ -1,0 +1,85 @@
+"""Who may see and do what with runs, built on packs.access. Every run page, partial and API
+view asks these functions.
+
+What is visible to whom:
+
+- A run's summary, evaluations, verdict tables, scores, leaderboards and comparisons: anyone
+  who may browse (packs.access.can_browse). A run still being filled through the API (not
+  submitted yet) is a draft: only its creator and superusers see it; to anyone else it does
+  not exist (404), in lists and by id.
+- A run's *details* — its candidates — belong to the user who submitted it: they see them on
+  the result pages. Nobody else does, except through the audited debug-mode panel.
+- Verifier output (stdout, stderr, the full details dict) and oracle candidates (they are
+  the pack's reference solutions) are privileged information of the pack: debug mode only,
+  for users privileged for that pack (runs.privileged), even for the run's owner.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.core.exceptions import PermissionDenied
+from django.db.models import Q, QuerySet
+from django.http import Http404
+
+from packs import access as pack_access
+from runs.models import CandidateOrigin, Run
+
+SUBMIT = "runs.add_run"
+REEVALUATE = "runs.add_evaluation"
+VIEW_AUDIT = "runs.view_auditevent"
+
+
+def visible_runs(user: Any) -> QuerySet[Run]:
+    if not pack_access.can_browse(user):
+        return Run.objects.none()
+    if pack_access.is_member(user) and user.is_superuser:
+        return Run.objects.all()
+    submitted = Q(submitted_at__isnull=False)
+    if pack_access.is_member(user):
+        return Run.objects.filter(submitted | Q(submitted_by=user))
+    return Run.objects.filter(submitted)
+
+
+def check_run_visible(user: Any, run: Run) -> None:
+    if not visible_runs(user).filter(pk=run.pk).exists():
+        raise Http404("No such run.")
+
+
+def owns(user: Any, run: Run) -> bool:
+    return (
+        pack_access.is_member(user)
+        and run.submitted_by_id is not None
+        and run.submitted_by_id == user.pk
+    )
+
+
+def can_see_candidates(user: Any, run: Run) -> bool:
+    """Candidates shown on result pages without debug mode: the owner's, never an oracle's."""
+    return run.origin != CandidateOrigin.ORACLE and owns(user, run)
+
+
+def can_view_privileged(user: Any, run: Run) -> bool:
+    return pack_access.can_view_privileged(user, run.contract_version.pack)
+
+
+def can_submit(user: Any) -> bool:
+    return pack_access.is_member(user) and user.has_perm(SUBMIT)
+
+
+def can_write(user: Any, run: Run) -> bool:
+    """Add candidates to or submit a run: its creator, while they may still submit runs."""
+    return can_submit(user) and owns(user, run)
+
+
+def check_write(user: Any, run: Run) -> None:
+    if not can_write(user, run):
+        raise PermissionDenied("Only the user who created this run may change it.")
+
+
+def can_reevaluate(user: Any) -> bool:
+    return pack_access.is_member(user) and user.has_perm(REEVALUATE)
+
+
+def can_view_audit_log(user: Any) -> bool:
+    return pack_access.is_member(user) and (user.is_superuser or user.has_perm(VIEW_AUDIT))

@@ -1,0 +1,148 @@
+"""Debug mode and the audit trail: the only way to privileged information.
+
+A user who may see privileged information of at least one pack (packs.access) switches debug
+mode on for their session, with a reason; it ends after SECUREBENCH_DEBUG_MODE_MINUTES or
+when they switch it off. Every privileged view asks ``require_privileged`` first and then
+records an ``AuditEvent`` with the debug-mode reason. The session holds an absolute expiry
+time (epoch seconds), so nothing but the clock and the user's own switch can extend it.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from django.conf import settings
+from django.core.exceptions import PermissionDenied
+from django.http import Http404, HttpRequest
+from django.utils import timezone
+
+from packs import access as pack_access
+from packs.models import Pack
+from runs.models import AuditAction, AuditEvent
+
+SESSION_KEY = "securebench_debug_mode"
+MAX_REASON_CHARS = 500
+
+
+@dataclass(frozen=True)
+class DebugMode:
+    reason: str
+    expires_at: dt.datetime
+
+
+class DebugModeRefused(Exception):
+    """The switch was refused; the message is for the user."""
+
+
+def debug_mode(request: HttpRequest) -> DebugMode | None:
+    """The request's active debug mode, or None (off, expired, or no longer privileged)."""
+    cached = getattr(request, "_securebench_debug_mode", False)
+    if cached is not False:
+        return cached
+    state = _read_state(request)
+    request._securebench_debug_mode = state  # type: ignore[attr-defined]
+    return state
+
+
+def _read_state(request: HttpRequest) -> DebugMode | None:
+    raw = request.session.get(SESSION_KEY) if hasattr(request, "session") else None
+    if not raw:
+        return None
+    user = request.user
+    valid = isinstance(raw, dict) and raw.get("user") == user.pk and "until" in raw
+    if not valid or not pack_access.has_any_privilege(user):
+        request.session.pop(SESSION_KEY, None)
+        return None
+    expires_at = dt.datetime.fromtimestamp(float(raw["until"]), tz=dt.UTC)
+    if expires_at <= timezone.now():
+        request.session.pop(SESSION_KEY, None)
+        _record(request, AuditAction.DEBUG_MODE_OFF, reason=raw.get("reason", ""), note="expired")
+        return None
+    return DebugMode(reason=str(raw.get("reason", "")), expires_at=expires_at)
+
+
+def debug_mode_start(request: HttpRequest, *, reason: str) -> DebugMode:
+    user = request.user
+    if not pack_access.has_any_privilege(user):
+        raise PermissionDenied("Debug mode is for reviewers, admins and pack maintainers.")
+    reason = " ".join(reason.split())
+    if not reason:
+        raise DebugModeRefused("Give a reason: it is recorded with every view in debug mode.")
+    if len(reason) > MAX_REASON_CHARS:
+        raise DebugModeRefused(f"Keep the reason under {MAX_REASON_CHARS} characters.")
+    minutes = settings.SECUREBENCH_DEBUG_MODE_MINUTES
+    expires_at = timezone.now() + dt.timedelta(minutes=minutes)
+    request.session[SESSION_KEY] = {
+        "user": user.pk,
+        "reason": reason,
+        "until": expires_at.timestamp(),
+    }
+    state = DebugMode(reason=reason, expires_at=expires_at)
+    request._securebench_debug_mode = state  # type: ignore[attr-defined]
+    _record(request, AuditAction.DEBUG_MODE_ON, reason=reason, note=f"{minutes} minutes")
+    return state
+
+
+def debug_mode_stop(request: HttpRequest) -> None:
+    state = debug_mode(request)
+    request.session.pop(SESSION_KEY, None)
+    request._securebench_debug_mode = None  # type: ignore[attr-defined]
+    if state is not None:
+        _record(request, AuditAction.DEBUG_MODE_OFF, reason=state.reason, note="switched off")
+
+
+def require_privileged(request: HttpRequest, pack: Pack) -> DebugMode:
+    """Gate of every privileged view: 404 without the privilege for this pack (nothing
+    confirms the object exists), 403 with it but debug mode off or expired."""
+    if not pack_access.can_view_privileged(request.user, pack):
+        raise Http404("Not found.")
+    state = debug_mode(request)
+    if state is None:
+        raise PermissionDenied("Switch debug mode on (with a reason) to see this.")
+    return state
+
+
+def audit(
+    request: HttpRequest,
+    action: str,
+    *,
+    mode: DebugMode,
+    object_type: str = "",
+    object_id: Any = "",
+    pack_id: str = "",
+    version: int | None = None,
+    task_id: str = "",
+    resource: str = "",
+) -> AuditEvent:
+    return AuditEvent.objects.create(
+        user=request.user,
+        username=request.user.get_username(),
+        action=action,
+        object_type=object_type,
+        object_id=str(object_id),
+        pack_id=pack_id,
+        version=version,
+        task_id=task_id[:200],
+        resource=resource[:1024],
+        reason=mode.reason,
+        ip_address=client_ip(request),
+    )
+
+
+def _record(request: HttpRequest, action: str, *, reason: str, note: str) -> None:
+    AuditEvent.objects.create(
+        user=request.user,
+        username=request.user.get_username(),
+        action=action,
+        resource=note,
+        reason=reason,
+        ip_address=client_ip(request),
+    )
+
+
+def client_ip(request: HttpRequest) -> str | None:
+    # The direct peer only: a forwarded-for header is the client's to invent. Behind a proxy,
+    # the proxy must set REMOTE_ADDR (e.g. gunicorn's --forwarded-allow-ips).
+    return request.META.get("REMOTE_ADDR") or None

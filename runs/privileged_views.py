@@ -1,0 +1,241 @@
+"""Debug mode switch, the privileged panels and the audit log.
+
+Every panel answers one resource per request, asks ``privileged.require_privileged`` first
+(404 without the privilege for the pack, 403 with it while debug mode is off) and writes an
+``AuditEvent``. An htmx request gets the panel alone; a plain request (no JavaScript) gets it
+inside the site's frame.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied
+from django.core.paginator import Paginator
+from django.http import Http404, HttpRequest, HttpResponse
+from django.shortcuts import get_object_or_404, redirect, render
+from django.utils.http import url_has_allowed_host_and_scheme
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+from django.views.decorators.vary import vary_on_headers
+
+from packs import access as pack_access
+from packs import sealed
+from packs import selectors as pack_selectors
+from packs.models import ContractVersion, Pack
+from runs import access, privileged, rendering, selectors
+from runs.forms import AuditFilterForm
+from runs.models import AuditAction, AuditEvent, CandidateOrigin, TaskResult
+
+AUDIT_EVENTS_PER_PAGE = 50
+RESULT_PARTS = ("logs", "details", "candidate")
+
+
+def _next_url(request: HttpRequest, fallback: str = "home") -> str:
+    target = request.POST.get("next") or request.GET.get("next") or ""
+    if url_has_allowed_host_and_scheme(
+        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
+    ):
+        return target
+    return fallback
+
+
+def _panel(request: HttpRequest, template: str, context: dict) -> HttpResponse:
+    if request.htmx:
+        return render(request, template, context)
+    return render(request, "runs/privileged/page.html", {**context, "panel": template})
+
+
+# --- debug mode ------------------------------------------------------------------------------
+
+
+@require_http_methods(["GET", "POST"])
+def debug_mode_on(request: HttpRequest) -> HttpResponse:
+    if not pack_access.has_any_privilege(request.user):
+        raise PermissionDenied("Debug mode is for reviewers, admins and pack maintainers.")
+    error = ""
+    if request.method == "POST":
+        try:
+            state = privileged.debug_mode_start(request, reason=request.POST.get("reason", ""))
+        except privileged.DebugModeRefused as refused:
+            error = str(refused)
+        else:
+            messages.warning(
+                request,
+                f"Debug mode is on until {state.expires_at:%H:%M} UTC; every privileged view "
+                "is recorded with your reason.",
+            )
+            return redirect(_next_url(request))
+    context = {
+        "next": _next_url(request, fallback=""),
+        "error": error,
+        "reason": request.POST.get("reason", ""),
+        "minutes": settings.SECUREBENCH_DEBUG_MODE_MINUTES,
+    }
+    return render(request, "runs/debug_mode.html", context, status=400 if error else 200)
+
+
+@require_POST
+def debug_mode_off(request: HttpRequest) -> HttpResponse:
+    privileged.debug_mode_stop(request)
+    messages.info(request, "Debug mode is off.")
+    return redirect(_next_url(request))
+
+
+# --- task resources and sealed files (packs' task and version pages) -------------------------
+
+
+def _version(pack_id: str, version: int) -> tuple[Pack, ContractVersion]:
+    contract_version = pack_selectors.version_get(pack_id, version)
+    return contract_version.pack, contract_version
+
+
+@require_GET
+def reveal_resource(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
+    pack, contract_version = _version(pack_id, version)
+    mode = privileged.require_privileged(request, pack)
+    task = pack_selectors.task_get(contract_version, request.GET.get("task", ""))
+    resource = sealed.sealed_resource(task, request.GET.get("name", ""))
+    privileged.audit(
+        request,
+        AuditAction.VIEW_RESOURCE,
+        mode=mode,
+        object_type="task",
+        object_id=task.pk,
+        pack_id=pack.pack_id,
+        version=contract_version.version,
+        task_id=task.task_id,
+        resource=resource.name,
+    )
+    context = {
+        "pack": pack,
+        "cv": contract_version,
+        "task": task,
+        "resource": resource,
+        "blocks": rendering.value_blocks(resource.name, resource.value),
+    }
+    return _panel(request, "runs/privileged/_resource.html", context)
+
+
+@require_GET
+def sealed_file_list(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
+    pack, contract_version = _version(pack_id, version)
+    mode = privileged.require_privileged(request, pack)
+    privileged.audit(
+        request,
+        AuditAction.LIST_FILES,
+        mode=mode,
+        object_type="contract_version",
+        object_id=contract_version.pk,
+        pack_id=pack.pack_id,
+        version=contract_version.version,
+    )
+    context = {"pack": pack, "cv": contract_version, "files": sealed.sealed_files(contract_version)}
+    return _panel(request, "runs/privileged/_file_list.html", context)
+
+
+@require_GET
+def reveal_file(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
+    pack, contract_version = _version(pack_id, version)
+    mode = privileged.require_privileged(request, pack)
+    content = sealed.sealed_file(contract_version, request.GET.get("path", ""))
+    privileged.audit(
+        request,
+        AuditAction.VIEW_FILE,
+        mode=mode,
+        object_type="pack_file",
+        object_id=content.pack_file.pk,
+        pack_id=pack.pack_id,
+        version=contract_version.version,
+        task_id=request.GET.get("task", ""),
+        resource=content.pack_file.path,
+    )
+    context = {
+        "pack": pack,
+        "cv": contract_version,
+        "file": content.pack_file,
+        "truncated": content.truncated,
+        "html": rendering.file_html(content.pack_file.path, content.data),
+    }
+    return _panel(request, "runs/privileged/_file.html", context)
+
+
+# --- result panels -----------------------------------------------------------------------------
+
+
+@require_GET
+def result_privileged(request: HttpRequest, run_id: int, result_id: int, part: str) -> HttpResponse:
+    if part not in RESULT_PARTS:
+        raise Http404("No such panel.")
+    run = selectors.run_get(run_id, user=request.user)
+    mode = privileged.require_privileged(request, run.contract_version.pack)
+    result = get_object_or_404(
+        TaskResult.objects.select_related("evaluation", "task", "candidate"),
+        evaluation__run=run,
+        pk=result_id,
+    )
+    action = {
+        "logs": AuditAction.VIEW_LOGS,
+        "details": AuditAction.VIEW_DETAILS,
+        "candidate": AuditAction.VIEW_CANDIDATE,
+    }[part]
+    privileged.audit(
+        request,
+        action,
+        mode=mode,
+        object_type="task_result",
+        object_id=result.pk,
+        pack_id=run.contract_version.pack.pack_id,
+        version=run.contract_version.version,
+        task_id=result.task.task_id,
+        resource=f"run {run.pk} · {part}",
+    )
+    context = {"run": run, "result": result, "part": part}
+    if part == "logs":
+        context["stdout"] = rendering.log_html(result.stdout) if result.stdout else None
+        context["stderr"] = rendering.log_html(result.stderr) if result.stderr else None
+    elif part == "details":
+        context["blocks"] = rendering.value_blocks("details", result.details)
+    else:
+        candidate = result.candidate
+        context["candidate"] = candidate
+        context["oracle"] = run.origin == CandidateOrigin.ORACLE
+        context["workspace"] = (
+            selectors.workspace_files(candidate.files)
+            if candidate is not None and candidate.kind == "workspace"
+            else []
+        )
+    return _panel(request, "runs/privileged/_result.html", context)
+
+
+# --- audit log ---------------------------------------------------------------------------------
+
+
+@require_GET
+@vary_on_headers("HX-Request")
+def audit_log(request: HttpRequest) -> HttpResponse:
+    if not access.can_view_audit_log(request.user):
+        raise PermissionDenied("The audit log is for reviewers and admins.")
+    form = AuditFilterForm(request.GET)
+    events = AuditEvent.objects.order_by("-created_at", "-id")
+    filters: dict = {}
+    if form.is_valid():
+        filters = {key: value for key, value in form.cleaned_data.items() if value}
+    if "user" in filters:
+        events = events.filter(username__iexact=filters["user"])
+    if "action" in filters:
+        events = events.filter(action=filters["action"])
+    if "pack" in filters:
+        events = events.filter(pack_id=filters["pack"])
+    if "since" in filters:
+        events = events.filter(created_at__date__gte=filters["since"])
+    if "until" in filters:
+        events = events.filter(created_at__date__lte=filters["until"])
+    page = Paginator(events, AUDIT_EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    context = {
+        "form": form,
+        "page": page,
+        "filtered": bool(filters),
+        "actions": AuditAction.choices,
+    }
+    template = "runs/audit_log.html#audit-table" if request.htmx else "runs/audit_log.html"
+    return render(request, template, context)
