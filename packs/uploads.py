@@ -1,4 +1,4 @@
-"""Cap the size of pack uploads while the request body streams in.
+"""Cap the size of uploads (packs, candidate bundles) while the request body streams in.
 
 Django writes large uploads to temp files but does not cap their size itself; without a cap a
 client could fill the disk with one request.
@@ -14,24 +14,29 @@ from django.http import HttpRequest
 ENVELOPE_BYTES = 1024 * 1024
 
 
-def upload_declared_too_large(request: HttpRequest) -> bool:
+def upload_declared_too_large(request: HttpRequest, limit: int | None = None) -> bool:
     try:
         declared = int(request.META.get("CONTENT_LENGTH") or 0)
     except ValueError:
         return True
-    return declared > settings.SECUREBENCH_MAX_UPLOAD_BYTES + ENVELOPE_BYTES
+    return declared > _limit(limit) + ENVELOPE_BYTES
+
+
+def _limit(limit: int | None) -> int:
+    return settings.SECUREBENCH_MAX_UPLOAD_BYTES if limit is None else limit
 
 
 class SizeCappedUploadHandler(FileUploadHandler):
     """Stops storing file data once the request's files pass the cap (a chunked or lying body)."""
 
-    def __init__(self, request: HttpRequest | None = None) -> None:
+    def __init__(self, request: HttpRequest | None = None, limit: int | None = None) -> None:
         super().__init__(request)
         self.total = 0
+        self.limit = _limit(limit)
 
     def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
         self.total += len(raw_data)
-        if self.total > settings.SECUREBENCH_MAX_UPLOAD_BYTES:
+        if self.total > self.limit:
             if self.request is not None:
                 self.request.upload_too_large = True  # type: ignore[attr-defined]
             raise StopUpload(connection_reset=False)
@@ -41,9 +46,9 @@ class SizeCappedUploadHandler(FileUploadHandler):
         return None
 
 
-def cap_uploads(request: HttpRequest) -> None:
+def cap_uploads(request: HttpRequest, limit: int | None = None) -> None:
     """Put the cap in front of Django's own handlers, before the body is parsed."""
-    request.upload_handlers.insert(0, SizeCappedUploadHandler(request))
+    request.upload_handlers.insert(0, SizeCappedUploadHandler(request, limit))
 
 
 def upload_was_too_large(request: HttpRequest) -> bool:

@@ -12,9 +12,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
-from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.db.models import Count, Q, QuerySet
-from django.http import HttpRequest
 from django.shortcuts import get_object_or_404
 from django.template.defaultfilters import filesizeformat
 from django.urls import reverse
@@ -38,6 +36,7 @@ from rest_framework.views import APIView
 
 from packs.models import ContractVersion
 from packs.permissions import CanBrowse
+from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
 from runs import access, privileged
 from runs.bundle import (
     USAGE_KEYS,
@@ -59,8 +58,6 @@ from runs.services import (
 )
 
 MAX_BATCH_ITEMS = 1000
-# Multipart boundaries and the small form fields around the bundle file.
-ENVELOPE_BYTES = 1024 * 1024
 
 
 # --- limits and throttles --------------------------------------------------------------------
@@ -582,26 +579,6 @@ class RunSubmitApi(RunApiView):
         return Response(_queued_body(request, run, evaluation), status=202)
 
 
-class _BundleSizeCap(FileUploadHandler):
-    """Stops storing the bundle once it passes SECUREBENCH_MAX_BUNDLE_BYTES (a lying or
-    chunked body); the declared Content-Length is checked before parsing starts."""
-
-    def __init__(self, request: HttpRequest | None = None) -> None:
-        super().__init__(request)
-        self.total = 0
-
-    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
-        self.total += len(raw_data)
-        if self.total > settings.SECUREBENCH_MAX_BUNDLE_BYTES:
-            if self.request is not None:
-                self.request.bundle_too_large = True  # type: ignore[attr-defined]
-            raise StopUpload(connection_reset=False)
-        return raw_data
-
-    def file_complete(self, file_size: int) -> None:
-        return None
-
-
 def _bundle_too_large() -> RequestTooLarge:
     limit = filesizeformat(settings.SECUREBENCH_MAX_BUNDLE_BYTES)
     return RequestTooLarge(f"The bundle is larger than the {limit} limit.")
@@ -615,10 +592,10 @@ class RunBundleApi(RunApiView):
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # Session authentication's CSRF check reads a multipart body; cap it before that.
         if request.method == "POST":
-            declared = _declared_length(request)
-            if declared > settings.SECUREBENCH_MAX_BUNDLE_BYTES + ENVELOPE_BYTES:
+            limit = settings.SECUREBENCH_MAX_BUNDLE_BYTES
+            if upload_declared_too_large(request._request, limit):
                 raise _bundle_too_large()
-            request._request.upload_handlers.insert(0, _BundleSizeCap(request._request))
+            cap_uploads(request._request, limit)
         super().initial(request, *args, **kwargs)
 
     @extend_schema(
@@ -636,7 +613,7 @@ class RunBundleApi(RunApiView):
     )
     def post(self, request: Request) -> Response:
         data = request.data
-        if getattr(request._request, "bundle_too_large", False):
+        if upload_was_too_large(request._request):
             raise _bundle_too_large()
         payload = BundleInput(data=data)
         payload.is_valid(raise_exception=True)

@@ -10,7 +10,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import UploadedFile
-from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
@@ -23,7 +22,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.services import upload_workspace
-from packs.uploads import ENVELOPE_BYTES, upload_was_too_large
+from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
 from runs import access, privileged, selectors
 from runs.bundle import BundleRejected, parse_bundle_file
 from runs.forms import (
@@ -87,34 +86,6 @@ def run_list(request: HttpRequest) -> HttpResponse:
 # --- submit --------------------------------------------------------------------------------
 
 
-class BundleSizeCap(FileUploadHandler):
-    """Stops storing the bundle once it passes SECUREBENCH_MAX_BUNDLE_BYTES (a chunked or
-    lying body), like the pack upload's cap but with the bundle limit."""
-
-    def __init__(self, request: HttpRequest | None = None) -> None:
-        super().__init__(request)
-        self.total = 0
-
-    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
-        self.total += len(raw_data)
-        if self.total > settings.SECUREBENCH_MAX_BUNDLE_BYTES:
-            if self.request is not None:
-                self.request.upload_too_large = True  # type: ignore[attr-defined]
-            raise StopUpload(connection_reset=False)
-        return raw_data
-
-    def file_complete(self, file_size: int) -> None:
-        return None
-
-
-def _bundle_declared_too_large(request: HttpRequest) -> bool:
-    try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
-    except ValueError:
-        return True
-    return declared > settings.SECUREBENCH_MAX_BUNDLE_BYTES + ENVELOPE_BYTES
-
-
 def _submit_page(
     request: HttpRequest,
     form: RunSubmitForm,
@@ -154,9 +125,9 @@ def _submit_initial(request: HttpRequest) -> dict:
 def run_submit(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
         return _submit_page(request, RunSubmitForm(initial=_submit_initial(request)))
-    if _bundle_declared_too_large(request):
+    if upload_declared_too_large(request, settings.SECUREBENCH_MAX_BUNDLE_BYTES):
         return _submit_page(request, RunSubmitForm(), error=bundle_too_large_message(), status=413)
-    request.upload_handlers.insert(0, BundleSizeCap(request))
+    cap_uploads(request, settings.SECUREBENCH_MAX_BUNDLE_BYTES)
     return _run_submit_post(request)
 
 
