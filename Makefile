@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test worker lint format venv system-run system-test clean-data
+.PHONY: run test bench worker lint format venv system-run system-test clean-data
 
 run: venv system-run
 	@set -e; export DEBUG=$${DEBUG:-1}; \
@@ -29,6 +29,11 @@ worker: venv
 
 test: venv system-test
 	$(VPY) -m pytest $(PYTEST_ARGS)
+
+# Issue 6's benchmarks (bench/): each workload prints its figures, then one table for
+# bench/RESULTS.md. BENCH_ARGS=--smoke runs them tiny (a check that they work, not figures).
+bench: venv system-run
+	$(VPY) -m bench.run_all $(BENCH_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -1,0 +1,81 @@
+"""`make bench`: every workload of issue 6, each in a process of its own, then one table.
+
+    python -m bench.run_all [--smoke] [--only import_pack,pages] [--json FILE]
+
+Each benchmark module starts its own site (`make run` on a free port, fresh data folder)
+where it needs one, so workloads never see each other's data. The table printed at the end
+is Markdown, ready for bench/RESULTS.md, headed by the machine it ran on.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from bench.common import REPO_ROOT, Figure, machine, table
+
+# In the order of the issue's workloads (the Celery half of workload 3 runs with 6).
+MODULES = (
+    "import_pack",
+    "text_scoring",
+    "code_scoring",
+    "sandbox_floor",
+    "pages",
+    "concurrency",
+)
+
+
+def run_module(module: str, *, smoke: bool, folder: Path) -> tuple[list[Figure], str | None]:
+    """Run one benchmark; its own table streams to the terminal as it goes."""
+    output = folder / f"{module}.json"
+    command = [sys.executable, "-m", f"bench.{module}", "--json", str(output)]
+    if smoke:
+        command.append("--smoke")
+    print(f"\n== bench.{module}{' (smoke)' if smoke else ''}", flush=True)
+    started = time.perf_counter()
+    finished = subprocess.run(command, cwd=REPO_ROOT, check=False)
+    print(f"   ({time.perf_counter() - started:.0f} s)", flush=True)
+    if finished.returncode != 0 or not output.exists():
+        return [], f"bench.{module} failed with exit code {finished.returncode}"
+    return [Figure(**item) for item in json.loads(output.read_text())], None
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the scripts")
+    parser.add_argument("--only", default="", help="comma-separated module names")
+    parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    options = parser.parse_args()
+    chosen = [name for name in options.only.split(",") if name] or list(MODULES)
+    unknown = sorted(set(chosen) - set(MODULES))
+    if unknown:
+        parser.error(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(MODULES)}")
+    figures: list[Figure] = []
+    failures: list[str] = []
+    with tempfile.TemporaryDirectory(prefix="securebench-bench-") as tmp:
+        for module in chosen:
+            found, failure = run_module(module, smoke=options.smoke, folder=Path(tmp))
+            figures += found
+            if failure:
+                failures.append(failure)
+    facts = machine()
+    print("\n## Machine\n")
+    print("\n".join(f"- {key}: {value}" for key, value in facts.items()))
+    print("\n## Figures\n")
+    print(table(figures))
+    if options.json:
+        options.json.write_text(
+            json.dumps({"machine": facts, "figures": [f.__dict__ for f in figures]}, indent=1)
+        )
+    for failure in failures:
+        print(f"\nFAILED: {failure}", file=sys.stderr)
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""The real `make run` on a free port with a fresh data folder, for benchmarks and browser
+tests: the web server and the Celery worker a newcomer gets, in a process group of its own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import signal
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+from types import TracebackType
+
+import requests
+
+from bench.common import REPO_ROOT, django_env, manage
+
+ADMIN_USERNAME = "admin"
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class SiteProcess:
+    """`make run` in a process group of its own, with its output collected line by line."""
+
+    def __init__(self, data_dir: Path, port: int, *, env: dict[str, str] | None = None) -> None:
+        # A newcomer's shell: none of the caller's own database, broker or settings.
+        self.env = django_env(data_dir) | (env or {})
+        self.process = subprocess.Popen(
+            ["make", "--no-print-directory", "run", f"PORT={port}"],
+            cwd=REPO_ROOT,
+            env=self.env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
+        self.lines: list[str] = []
+        threading.Thread(target=self._collect, daemon=True).start()
+
+    def _collect(self) -> None:
+        assert self.process.stdout is not None
+        for line in self.process.stdout:
+            self.lines.append(line)
+
+    def output(self) -> str:
+        return "".join(self.lines)
+
+    def wait_for(self, pattern: str, timeout: float = 180) -> re.Match[str]:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            found = re.search(pattern, self.output())
+            if found:
+                return found
+            if self.process.poll() is not None:
+                break
+            time.sleep(0.2)
+        raise AssertionError(f"`make run` never printed {pattern!r}:\n{self.output()[-4000:]}")
+
+    def worker_pids(self) -> list[int]:
+        """The Celery worker processes (main and pool children) of this `make run` only: the
+        processes of its session whose command line names celery."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if not entry.name.isdigit():
+                continue
+            try:
+                session = os.getsid(int(entry.name))
+                command = (entry / "cmdline").read_bytes().split(b"\0")
+            except (OSError, ProcessLookupError):
+                continue
+            if session == self.process.pid and any(b"celery" in part for part in command[:2]):
+                pids.append(int(entry.name))
+        return pids
+
+    def pause_worker(self) -> list[int]:
+        """Freeze the worker (SIGSTOP), so that a caller can read a run while it is queued."""
+        pids = self.worker_pids()
+        assert pids, f"no Celery worker in `make run`'s session:\n{self.output()[-2000:]}"
+        for pid in pids:
+            os.kill(pid, signal.SIGSTOP)
+        return pids
+
+    @staticmethod
+    def resume_worker(pids: list[int]) -> None:
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGCONT)
+
+    def stop(self) -> None:
+        if self.process.poll() is None:
+            # A frozen worker would ignore SIGTERM until continued.
+            self.resume_worker(self.worker_pids())
+            os.killpg(self.process.pid, signal.SIGTERM)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.process.wait(timeout=20)
+        # `make` exits at once; the worker it started may still be shutting down (seen: one
+        # lingering for many minutes). Nothing of this site may outlive its user.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, signal.SIGKILL)
+
+    def admin_password(self) -> str:
+        """The first admin's password, printed once by `setup_site`; waits for the web server
+        and the worker to be ready too."""
+        password = self.wait_for(r"password: (\S+)").group(1)
+        self.wait_for(r"development server at http")
+        self.wait_for(r"celery@\S+ ready")
+        return password
+
+
+class Site:
+    """A started site: ``with Site() as site: site.url …``; everything is stopped at exit."""
+
+    def __init__(self, *, env: dict[str, str] | None = None, data_dir: Path | None = None) -> None:
+        self.data_dir = data_dir or Path(tempfile.mkdtemp(prefix="securebench-site-")) / "data"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self._env = env
+        self.process: SiteProcess | None = None
+        self.password = ""
+
+    def __enter__(self) -> Site:
+        self.process = SiteProcess(self.data_dir, self.port, env=self._env)
+        try:
+            self.password = self.process.admin_password()
+        except BaseException:
+            self.process.stop()
+            raise
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        if self.process is not None:
+            self.process.stop()
+
+    def manage(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return manage(self.data_dir, *args)
+
+    def admin_session(self) -> requests.Session:
+        """A browser-like session signed in as the first admin (CSRF cookie and token sent)."""
+        session = requests.Session()
+        login = f"{self.url}/accounts/login/"
+        session.get(login, timeout=30).raise_for_status()
+        answer = session.post(
+            login,
+            data={
+                "username": ADMIN_USERNAME,
+                "password": self.password,
+                "csrfmiddlewaretoken": session.cookies["csrftoken"],
+            },
+            headers={"Referer": login},
+            timeout=30,
+            allow_redirects=False,
+        )
+        if answer.status_code != 302:
+            raise RuntimeError(f"sign-in failed: {answer.status_code}")
+        session.headers["X-CSRFToken"] = session.cookies["csrftoken"]
+        session.headers["Referer"] = self.url + "/"
+        return session
+
+    def admin_token(self) -> str:
+        """An API token for the first admin (DRF's own command)."""
+        printed = self.manage("drf_create_token", ADMIN_USERNAME).stdout
+        found = re.search(r"token (\w+)", printed)
+        if found is None:
+            raise RuntimeError(f"no token in {printed!r}")
+        return found.group(1)
