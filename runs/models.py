@@ -113,6 +113,9 @@ class Evaluation(models.Model):
     ci_low = models.FloatField(null=True, blank=True)
     ci_high = models.FloatField(null=True, blank=True)
     family_summary = models.JSONField(default=dict)
+    # The distinct failure reasons of the results, sorted; the results table offers them as a
+    # filter. None until the evaluation is done (then pages read them from the results).
+    failure_reasons = models.JSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "-number"]

@@ -253,7 +253,7 @@ def results_record(token: uuid.UUID, verdicts: list[tuple[TaskResult, Verdict]])
         final.append(result)
     with transaction.atomic():
         mine = TaskResult.objects.filter(lease_token=token, status=ResultStatus.RUNNING)
-        mine.bulk_update(final, VERDICT_FIELDS, batch_size=200)
+        _write_verdicts(token, final)
         if retry:
             mine.filter(pk__in=[result.pk for result in retry]).update(
                 status=ResultStatus.QUEUED,
@@ -268,6 +268,37 @@ def results_record(token: uuid.UUID, verdicts: list[tuple[TaskResult, Verdict]])
                 )
     for evaluation_id in {result.evaluation_id for result, _ in verdicts}:
         evaluation_finish_if_done(evaluation_id)
+
+
+def _write_verdicts(token: uuid.UUID, results: list[TaskResult]) -> None:
+    """One parameterised UPDATE per result, sent with executemany, each guarded by the claim.
+
+    ``bulk_update`` builds a CASE WHEN per field over the whole batch: for a chunk of 500 text
+    verdicts that SQL costs about 1.5 s of Python to compile, ten times the verification
+    itself. The same UPDATE executed many times is compiled once. Values go through each
+    field's own ``get_db_prep_save``, so JSON, dates and UUIDs are stored as the ORM would.
+    """
+    if not results:
+        return
+    meta = TaskResult._meta
+    fields = [meta.get_field(name) for name in VERDICT_FIELDS]
+    quote = connection.ops.quote_name
+    assignments = ", ".join(f"{quote(field.column)} = %s" for field in fields)
+    token_field, status_field = meta.get_field("lease_token"), meta.get_field("status")
+    # Only names from the model's metadata are formatted in; every value is a parameter.
+    sql = (
+        f"UPDATE {quote(meta.db_table)} SET {assignments} "  # noqa: S608
+        f"WHERE {quote(meta.pk.column)} = %s AND {quote(token_field.column)} = %s "
+        f"AND {quote(status_field.column)} = %s"
+    )
+    held_by = token_field.get_db_prep_value(token, connection)
+    params = [
+        [field.get_db_prep_save(getattr(result, field.attname), connection) for field in fields]
+        + [result.pk, held_by, ResultStatus.RUNNING.value]
+        for result in results
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, params)
 
 
 def _by_evaluation(results: list[TaskResult]) -> dict[int, list[int]]:
@@ -314,7 +345,8 @@ def evaluation_finish_if_done(evaluation_id: int) -> bool:
 
 
 def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
-    """Counts, score with its 95 % interval and per-family counts, in two queries.
+    """Counts, score with its 95 % interval, per-family counts and failure reasons, in three
+    queries: written once, so that pages of a done evaluation never count its results again.
 
     The score is the mean task score over tasks that have a verifier: ``pending`` tasks of
     deferred families are counted apart, not as failures.
@@ -345,6 +377,12 @@ def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
         "ci_low": interval.low if interval else None,
         "ci_high": interval.high if interval else None,
         "family_summary": dict(sorted(families.items())),
+        "failure_reasons": list(
+            results.exclude(failure_reason="")
+            .order_by("failure_reason")
+            .values_list("failure_reason", flat=True)
+            .distinct()
+        ),
     }
 
 

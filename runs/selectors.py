@@ -9,9 +9,11 @@ privileged (debug mode, a later issue).
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from django.conf import settings
+from django.core.paginator import Page, Paginator
 from django.db.models import (
     Case,
     CharField,
@@ -229,7 +231,16 @@ class Progress:
 
 
 def evaluation_progress(evaluation: Evaluation) -> Progress:
-    """Live counts from one grouped query (status × queue × attempts: a handful of rows)."""
+    """Live counts from one grouped query (status × queue × attempts: a handful of rows);
+    for a done evaluation, the counts its summary froze (no result is open, none changes)."""
+    if evaluation.is_done:
+        counts = {
+            status: n
+            for status, n in _final_counts(evaluation).items()
+            if n  # as the grouped query: statuses with no result are absent
+        }
+        total = sum(counts.values())
+        return Progress(total, counts, _segments(counts, total))
     rows = (
         TaskResult.objects.filter(evaluation=evaluation)
         .values("status", "queue", "attempts")
@@ -255,6 +266,16 @@ def evaluation_progress(evaluation: Evaluation) -> Progress:
     waiting = _why_waiting(counts, queued, retrying, next_attempt)
     ahead = _queue_position(evaluation, queued) if queued else []
     return Progress(total, counts, _segments(counts, total), waiting, ahead)
+
+
+def _final_counts(evaluation: Evaluation) -> dict[str, int]:
+    """Results per final status of a done evaluation, from its stored summary."""
+    return {
+        ResultStatus.PASSED: evaluation.passed,
+        ResultStatus.FAILED: evaluation.failed,
+        ResultStatus.ERROR: evaluation.errored,
+        ResultStatus.PENDING: evaluation.pending,
+    }
 
 
 def _segments(counts: dict[str, int], total: int) -> list[Segment]:
@@ -344,7 +365,7 @@ def family_rates(summary: dict[str, dict[str, int]]) -> list[FamilyRate]:
     ]
 
 
-def evaluation_interval(evaluation: Evaluation) -> Interval | None:
+def evaluation_interval(evaluation: Evaluation | Standing) -> Interval | None:
     if evaluation.ci_low is None or evaluation.ci_high is None:
         return None
     return Interval(evaluation.ci_low, evaluation.ci_high)
@@ -378,7 +399,26 @@ def evaluation_results(
     return results.only(*RESULT_LIST_FIELDS).order_by(*order)
 
 
+def known_result_count(
+    evaluation: Evaluation, *, status: str = "", family: str = "", reason: str = ""
+) -> int | None:
+    """How many results the results table shows, when the done evaluation's summary says so
+    (no COUNT over its results); None when only a query can tell (a reason filter, or an
+    evaluation still running)."""
+    if not evaluation.is_done or reason:
+        return None
+    if family:
+        # Per family: total, passed, failed, error, pending (pipeline.evaluation_summary).
+        counts = (evaluation.family_summary or {}).get(family, {})
+        return int(counts.get(status or "total", 0))
+    if not status:
+        return evaluation.total
+    return _final_counts(evaluation).get(status, 0)
+
+
 def failure_reasons(evaluation: Evaluation) -> list[str]:
+    if evaluation.is_done and evaluation.failure_reasons is not None:
+        return list(evaluation.failure_reasons)
     return list(
         TaskResult.objects.filter(evaluation=evaluation)
         .exclude(failure_reason="")
@@ -533,63 +573,129 @@ def leaderboard_versions() -> QuerySet[ContractVersion]:
     )
 
 
+LEADERBOARD_FIELDS = (
+    "id",
+    "run_id",
+    "number",
+    "status",
+    "score",
+    "ci_low",
+    "ci_high",
+    "passed",
+    "total",
+    "finished_at",
+    "family_summary",
+    "run__id",
+    "run__agent_name",
+    "run__agent_version",
+    "run__model_name",
+    "run__origin",
+    "run__over_budget",
+    "run__budget_notes",
+)
+
+
 @dataclass
 class LeaderboardRow:
     evaluation: Evaluation
     rank: int = 0
     tied: bool = False
-    # One entry per family of the version, None where this run has no result in it.
-    families: list[FamilyRate | None] = field(default_factory=list)
+    family_names: list[str] = field(default_factory=list)
 
     @property
     def run(self) -> Run:
         return self.evaluation.run
 
+    @cached_property
+    def families(self) -> list[FamilyRate | None]:
+        """One entry per family of the version, None where this run has no result in it.
+        Worked out when read: a page of the leaderboard reads only the rows it shows."""
+        rates = {rate.family: rate for rate in family_rates(self.evaluation.family_summary)}
+        return [rates.get(name) for name in self.family_names]
+
 
 @dataclass
 class Leaderboard:
     families: list[str]
-    ranked: list[LeaderboardRow]
+    ranked: list[LeaderboardRow]  # the rows of ``ranked_page``
     over_budget: list[LeaderboardRow]
     reference: list[LeaderboardRow]
+    ranked_page: Page | None = None  # of every ranked run's Standing
 
 
-def leaderboard(contract_version: ContractVersion) -> Leaderboard:
-    """Ranked runs, over-budget runs and reference runs of one version, from one query."""
-    evaluations = (
-        latest_done_evaluations()
+@dataclass
+class Standing:
+    """One run's place in the ranking: the few columns ranking needs, for every run."""
+
+    evaluation_id: int
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+    origin: str
+    over_budget: bool
+    rank: int = 0
+    tied: bool = False
+
+
+def leaderboard(
+    contract_version: ContractVersion, *, page: str | int | None = None, per_page: int = 100
+) -> Leaderboard:
+    """Ranked runs (one page of them), over-budget runs and reference runs of one version.
+
+    Two queries whatever the number of runs: every run's standing as plain values (ranks and
+    ties count every run), then the evaluations and runs of the rows shown. Model objects for
+    a thousand runs cost ten times the query; a page needs a hundred.
+    """
+    standings = [
+        Standing(*values)
+        for values in latest_done_evaluations()
         .filter(run__contract_version=contract_version)
-        .select_related("run", "run__submitted_by")
         .order_by(F("score").desc(nulls_last=True), "finished_at", "run_id")
+        .values_list("id", "score", "ci_low", "ci_high", "run__origin", "run__over_budget")
+    ]
+    ranked = [s for s in standings if s.origin == CandidateOrigin.AGENT and not s.over_budget]
+    over_budget = [s for s in standings if s.origin == CandidateOrigin.AGENT and s.over_budget]
+    reference = [s for s in standings if s.origin != CandidateOrigin.AGENT]
+    _rank(ranked)
+    ranked_page = Paginator(ranked, per_page).get_page(page)
+    shown = [*ranked_page.object_list, *over_budget, *reference]
+    evaluations = (
+        Evaluation.objects.select_related("run")
+        .only(*LEADERBOARD_FIELDS)
+        .in_bulk([s.evaluation_id for s in shown])
     )
     names = sorted(contract_version.family_counts)
-    board = Leaderboard(names, [], [], [])
-    for evaluation in evaluations:
-        rates = {rate.family: rate for rate in family_rates(evaluation.family_summary)}
-        row = LeaderboardRow(evaluation, families=[rates.get(n) for n in names])
-        if evaluation.run.origin != CandidateOrigin.AGENT:
-            board.reference.append(row)
-        elif evaluation.run.over_budget:
-            board.over_budget.append(row)
-        else:
-            board.ranked.append(row)
-    _rank(board.ranked)
-    return board
+
+    def rows(part: list[Standing]) -> list[LeaderboardRow]:
+        return [
+            LeaderboardRow(evaluations[s.evaluation_id], s.rank, s.tied, family_names=names)
+            for s in part
+        ]
+
+    return Leaderboard(
+        names,
+        rows(list(ranked_page.object_list)),
+        rows(over_budget),
+        rows(reference),
+        ranked_page=ranked_page,
+    )
 
 
-def _rank(rows: list[LeaderboardRow]) -> None:
+def _rank(standings: list[Standing]) -> None:
     """Competition ranking (1, 2, 2, 4); rows whose interval overlaps the leader's are ties
     within noise — the data cannot tell them apart from the leader."""
-    if not rows:
+    if not standings:
         return
-    leader = evaluation_interval(rows[0].evaluation)
+    leader = evaluation_interval(standings[0])
     previous_score: float | None = None
-    for index, row in enumerate(rows):
-        score = row.evaluation.score
-        row.rank = rows[index - 1].rank if index and score == previous_score else index + 1
+    for index, standing in enumerate(standings):
+        score = standing.score
+        standing.rank = (
+            standings[index - 1].rank if index and score == previous_score else index + 1
+        )
         previous_score = score
-        interval = evaluation_interval(row.evaluation)
-        row.tied = bool(index and leader and interval and interval.overlaps(leader))
+        interval = evaluation_interval(standing)
+        standing.tied = bool(index and leader and interval and interval.overlaps(leader))
 
 
 # --- compare -------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from django.core.paginator import Page, Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.functional import cached_property
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -38,6 +39,7 @@ from runs.services import RunMetadata, evaluation_create, run_submit_bundle
 RUNS_PER_PAGE = 50
 RESULTS_PER_PAGE = 50
 VERDICTS_PER_PAGE = 50
+LEADERBOARD_ROWS_PER_PAGE = 100
 # htmx stops polling when the answer has this status (a documented htmx convention); htmx 2
 # still swaps the answer's content, so the last fragment can load the finished evaluation.
 HTMX_STOP_POLLING = 286
@@ -46,8 +48,21 @@ HTMX_STOP_POLLING = 286
 EVALUATION_VIEW = "evaluation-view"
 
 
-def paginate(request: HttpRequest, items, per_page: int) -> Page:
-    return Paginator(items, per_page).get_page(request.GET.get("page"))
+class CountedPaginator(Paginator):
+    """A paginator told its count when the caller knows it, e.g. from a done evaluation's
+    summary: a COUNT over 14k results on every page load is then saved."""
+
+    def __init__(self, object_list, per_page: int, *, count: int | None = None) -> None:
+        super().__init__(object_list, per_page)
+        self._known_count = count
+
+    @cached_property
+    def count(self) -> int:
+        return self._known_count if self._known_count is not None else super().count
+
+
+def paginate(request: HttpRequest, items, per_page: int, *, count: int | None = None) -> Page:
+    return CountedPaginator(items, per_page, count=count).get_page(request.GET.get("page"))
 
 
 def _cleaned(form, name: str, default=""):
@@ -227,8 +242,11 @@ def _results_context(request: HttpRequest, run: Run, evaluation: Evaluation) -> 
         "sort": _cleaned(form, "sort", "position"),
     }
     results = selectors.evaluation_results(evaluation, **filters)
+    count = selectors.known_result_count(
+        evaluation, status=filters["status"], family=filters["family"], reason=filters["reason"]
+    )
     return {
-        "results": paginate(request, results, RESULTS_PER_PAGE),
+        "results": paginate(request, results, RESULTS_PER_PAGE, count=count),
         "result_filters": filters,
         "results_filtered": any(filters[k] for k in ("status", "family", "reason")),
         "result_statuses": ResultStatus.values,
@@ -361,11 +379,12 @@ def leaderboard_list(request: HttpRequest) -> HttpResponse:
 @pack_access.browse_view
 def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     contract_version = pack_selectors.version_get(pack_id, version)
-    context = {
-        "cv": contract_version,
-        "pack": contract_version.pack,
-        "board": selectors.leaderboard(contract_version),
-    }
+    # Ranks count every run; a page shows a hundred of them, so a thousand runs load and
+    # render as fast as a hundred.
+    board = selectors.leaderboard(
+        contract_version, page=request.GET.get("page"), per_page=LEADERBOARD_ROWS_PER_PAGE
+    )
+    context = {"cv": contract_version, "pack": contract_version.pack, "board": board}
     return render(request, "runs/leaderboard_detail.html", context)
 
 

@@ -127,7 +127,9 @@ def _finalised(verdict: Verdict, task: TaskLanes, elapsed: float) -> Verdict:
         verdict,
         stdout=cap_text(scrub(verdict.stdout, secrets), STORED_OUTPUT_CHARS),
         stderr=cap_text(scrub(verdict.stderr, secrets), STORED_OUTPUT_CHARS),
-        details=_scrub_details(verdict.details, secrets),
+        # Nothing to scrub is common (a multiple-choice answer "B" is too short to be one):
+        # then the details are kept as they are instead of being copied value by value.
+        details=_scrub_details(verdict.details, secrets) if secrets else verdict.details,
         duration_seconds=verdict.duration_seconds or elapsed,
     )
 

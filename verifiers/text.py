@@ -29,7 +29,6 @@ DECORATION_CHARACTERS = EDGE_CHARACTERS + "*_()[]{}"
 MULTIPLE_CHOICE_KEYWORDS = ("final answer", "answer", "choice", "option")
 SHORT_ANSWER_KEYWORDS = ("final answer", "answer")
 
-_WHITESPACE = re.compile(r"\s+")
 _WORD_TOKEN = re.compile(r"[^\W_]+")
 _F1_TOKEN = re.compile(r"[a-z0-9]+")
 
@@ -93,7 +92,10 @@ def task_misconfigured(problem: str) -> Verdict:
 
 def normalise(text: str) -> str:
     """Trim, lowercase, collapse whitespace, strip edge punctuation (spec §4.1 ``norm``)."""
-    return _WHITESPACE.sub(" ", text.strip().lower()).strip(EDGE_CHARACTERS)
+    # str.split() splits on exactly the characters re's \s matches (both use Unicode's
+    # whitespace property) and drops the edges: the same result as a regex sub, 3x faster.
+    # Verifiers call this a dozen times per verdict.
+    return " ".join(text.lower().split()).strip(EDGE_CHARACTERS)
 
 
 def normalise_free_text(text: str) -> str:
@@ -104,6 +106,11 @@ def normalise_free_text(text: str) -> str:
 def undecorate(text: str) -> str:
     """A normalised text without surrounding emphasis or brackets: "**(b)**" → "b"."""
     return normalise(text).strip(DECORATION_CHARACTERS)
+
+
+def undecorate_normalised(normalised: str) -> str:
+    """``undecorate`` of a text already normalised (saves normalising it twice)."""
+    return normalised.strip(DECORATION_CHARACTERS)
 
 
 def answer_text(value: Any) -> str:
@@ -157,7 +164,10 @@ def focused_answer(text: str, keywords: tuple[str, ...]) -> str:
 
 def strip_answer_prefix(text: str, keywords: tuple[str, ...]) -> str:
     """Drop a leading "answer:" / "option" / "final answer is" from one answer item."""
-    return prefix_pattern(keywords).sub("", text.strip(), count=1)
+    text = text.strip()
+    # An anchored match, not sub(): sub() tries the pattern at every position of the text.
+    found = prefix_pattern(keywords).match(text)
+    return text[found.end() :] if found else text
 
 
 # --- lists, phrases, numbers ---------------------------------------------------------------

@@ -23,7 +23,11 @@ import base64
 import binascii
 import json
 import math
-from typing import Any
+
+# typing is only for annotations: not importing it saves every sandbox start-up its import.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 # Deeper values are refused; a candidate returning a self-referencing list must not crash the
 # test harness with a RecursionError, and no sane task result nests this deep.

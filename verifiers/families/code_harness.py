@@ -18,14 +18,17 @@ candidate code can reach.
 
 from __future__ import annotations
 
-import argparse
 import ast
 import builtins
 import os
 import sys
-import traceback
-from collections.abc import Callable
-from typing import Any
+
+# Every import is paid at each verification's start-up: annotations only, no argparse, no
+# traceback (a test failure's line is read from the traceback objects directly).
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
 
 MAX_FRAME = 1024 * 1024
 TESTS_FILENAME = "<tests>"  # compile() name: tracebacks give line numbers, never file text
@@ -192,9 +195,11 @@ def _calls_check(tree: ast.Module) -> tuple[bool, bool]:
 
 def _failure_line(exc: BaseException) -> int | None:
     line = None
-    for frame, lineno in traceback.walk_tb(exc.__traceback__):
-        if frame.f_code.co_filename == TESTS_FILENAME:
-            line = lineno
+    tb = exc.__traceback__
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == TESTS_FILENAME:
+            line = tb.tb_lineno
+        tb = tb.tb_next
     return line
 
 
@@ -245,11 +250,22 @@ def run(client: Client, source: str, entry_point: str | None) -> dict[str, Any]:
     return result
 
 
+def _options(args: list[str]) -> dict[str, str]:
+    """``--tests PATH [--entry-point NAME]`` (the host builds this command line itself)."""
+    options: dict[str, str] = {}
+    if len(args) % 2:
+        raise SystemExit("usage: code_harness.py --tests PATH [--entry-point NAME]")
+    for flag, value in zip(args[::2], args[1::2], strict=True):
+        if flag not in ("--tests", "--entry-point") or flag in options:
+            raise SystemExit(f"code_harness.py: unexpected argument {flag!r}")
+        options[flag] = value
+    if "--tests" not in options:
+        raise SystemExit("code_harness.py: --tests is required")
+    return options
+
+
 def main(argv: list[str]) -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--tests", required=True)
-    parser.add_argument("--entry-point", default=None)
-    options = parser.parse_args(argv[1:])
+    options = _options(argv[1:])
 
     proto_in, proto_out = os.dup(0), os.dup(1)
     null = os.open(os.devnull, os.O_RDONLY)
@@ -271,10 +287,10 @@ def main(argv: list[str]) -> int:
         code_codec.dumps_frame,
         code_codec.loads_frame,
     )
-    with open(options.tests, encoding="utf-8") as handle:
+    with open(options["--tests"], encoding="utf-8") as handle:
         source = handle.read()
     try:
-        result = run(client, source, options.entry_point)
+        result = run(client, source, options.get("--entry-point"))
     except BaseException as exc:  # noqa: BLE001 - report rather than die silently
         result = {"type": "result", "passed": False, "stage": "harness", "error": _describe(exc)}
     sys.stderr.flush()

@@ -25,7 +25,10 @@ import importlib.util
 import os
 import sys
 import types
-from typing import Any
+
+TYPE_CHECKING = False  # typing only for annotations: one import less at every start-up
+if TYPE_CHECKING:
+    from typing import Any
 
 MAX_FRAME = 1024 * 1024  # the host relay enforces the same cap; bigger requests are refused
 

@@ -58,6 +58,7 @@ from verifiers.text import (
     strip_answer_prefix,
     task_misconfigured,
     undecorate,
+    undecorate_normalised,
 )
 from verifiers.verdict import Reason, Verdict, failed, passed
 
@@ -89,10 +90,8 @@ class Choices:
 
     @classmethod
     def of(cls, texts: list[str]) -> Choices:
-        return cls(
-            keys=tuple(normalise(text) for text in texts),
-            bare_keys=tuple(undecorate(text) for text in texts),
-        )
+        keys = tuple(normalise(text) for text in texts)
+        return cls(keys=keys, bare_keys=tuple(undecorate_normalised(key) for key in keys))
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -102,16 +101,22 @@ class Choices:
         return self.keys.index(self.keys[index])
 
     def index_of_label(self, text: str) -> int | None:
-        letter = undecorate(strip_answer_prefix(undecorate(text), MULTIPLE_CHOICE_KEYWORDS))
+        letter = undecorate(text)
+        if len(letter) > 1:
+            # A keyword prefix needs more than one character; a bare letter has none to strip.
+            letter = undecorate(strip_answer_prefix(letter, MULTIPLE_CHOICE_KEYWORDS))
         if not is_single_letter(letter) or not "a" <= letter <= "z":
             return None
         index = ord(letter) - ord("a")
         return self.same_as(index) if index < len(self) else None
 
     def index_of_text(self, text: str) -> int | None:
-        for form, keys in ((normalise(text), self.keys), (undecorate(text), self.bare_keys)):
-            if form and form in keys:
-                return self.same_as(keys.index(form))
+        form = normalise(text)
+        if form and form in self.keys:
+            return self.same_as(self.keys.index(form))
+        bare = undecorate_normalised(form)
+        if bare and bare in self.bare_keys:
+            return self.same_as(self.bare_keys.index(bare))
         return None
 
 
@@ -144,9 +149,20 @@ def verify(task: TaskLanes, candidate: Candidate) -> Verdict:
 
 def judge(values: dict[str, str], choices: Choices, expected: Expected) -> Verdict:
     details: dict[str, Any] = {"choice_count": len(choices)}
+    # Each value is read as a whole once: the spray check and the match below both need it,
+    # and the whole text is often the focused answer too ("B").
+    namings: dict[str, Naming] = {}
+    for value in values.values():
+        if value not in namings:
+            namings[value] = choice_named_by(value, choices)
     named = frozenset().union(
         *(
-            choices_listed_by(value, choices, every_item_counts=source == "focused_answer")
+            choices_listed_by(
+                value,
+                choices,
+                every_item_counts=source == "focused_answer",
+                as_a_whole=namings[value],
+            )
             for source, value in values.items()
         )
     )
@@ -155,13 +171,13 @@ def judge(values: dict[str, str], choices: Choices, expected: Expected) -> Verdi
         return failed(Reason.WRONG_ANSWER, details=details)
     answered: int | None = None
     for source, value in values.items():
-        naming = choice_named_by(value, choices)
+        naming = namings[value]
         if naming.choices:
             (answered,) = naming.choices
             if answered in expected.choices:
                 details |= {"match_strategy": naming.strategy, "matched_from": source}
                 return passed(details=details | {"answered_choice_index": answered})
-        if literal_of(value) in expected.literals:
+        if expected.literals and literal_of(value) in expected.literals:
             return passed(details=details | {"match_strategy": "literal", "matched_from": source})
     details |= {"multiple_answers": False, "answered_choice_index": answered}
     return failed(Reason.WRONG_ANSWER, details=details)
@@ -173,9 +189,10 @@ def judge(values: dict[str, str], choices: Choices, expected: Expected) -> Verdi
 def read_choices(value: Any) -> Choices | None:
     if not isinstance(value, list) or not 0 < len(value) <= MAX_CHOICES:
         return None
-    if not all(isinstance(text, str) and normalise(text) for text in value):
+    if not all(isinstance(text, str) for text in value):
         return None
-    return Choices.of(value)
+    choices = Choices.of(value)
+    return choices if all(choices.keys) else None
 
 
 def expected_answers(answer: Any, choices: Choices) -> Expected | None:
@@ -253,8 +270,12 @@ def labels_in_a_row(item: str, choices: Choices) -> frozenset[int]:
     return frozenset(index for index in indexes if index is not None)
 
 
-def choices_in_item(item: str, choices: Choices) -> frozenset[int]:
-    return choice_named_by(item, choices).choices or labels_in_a_row(item, choices)
+def choices_in_item(item: str, choices: Choices, naming: Naming | None = None) -> frozenset[int]:
+    """What an item names as a whole (``naming``, when the caller already read it that way),
+    else as a run of bare labels."""
+    if naming is None:
+        naming = choice_named_by(item, choices)
+    return naming.choices or labels_in_a_row(item, choices)
 
 
 def without_hedge(item: str) -> str:
@@ -262,9 +283,11 @@ def without_hedge(item: str) -> str:
     return _HEDGE.sub("", item.strip(), count=1)
 
 
-def choices_listed_by(value: str, choices: Choices, *, every_item_counts: bool) -> frozenset[int]:
+def choices_listed_by(
+    value: str, choices: Choices, *, every_item_counts: bool, as_a_whole: Naming | None = None
+) -> frozenset[int]:
     """Every choice a value names, reading it as a list when it is not one choice as a whole."""
-    whole = choices_in_item(value, choices)
+    whole = choices_in_item(value, choices, as_a_whole)
     if whole:
         return whole
     items = split_list_items(value)

@@ -8,6 +8,10 @@ Layout of one run::
           /usr/bin/python3 -I -S -c WRAPPER CONFIG                 (trusted, from read-only /usr)
             COMMAND                                                (the untrusted part)
 
+or, for a *direct* run (no ``collect`` and at most ``DIRECT_MAX_FILES`` work files), the
+same without the wrapper: bwrap itself copies the work files into the tmpfs and execs
+COMMAND (see below).
+
 Design choices, and why:
 
 * **Dedicated uid per slot.** RLIMIT_NPROC counts every process of a real uid kernel-wide
@@ -26,14 +30,34 @@ Design choices, and why:
   exits, the wrapper SIGKILLs every other process of the pid namespace until none is left,
   and only then opens each ``collect`` path component by component with ``O_NOFOLLOW``
   (symlinks → ``refused``, non-regular files → ``refused``), caps it, and streams it back
-  on the second pipe. The collection pipe is closed in the command (``close_fds``), and
+  on the second pipe. The collection pipe is closed in the command (only fds 0-2 are inherited), and
   the wrapper makes itself non-dumpable so processes of the same uid cannot reach its fds
   through ``/proc`` or ptrace it. A command that kills the wrapper only loses its own
   results. This was chosen over a host tmpfs mount (root only, stale mounts on a crash)
   and over a host-dir bind (no byte cap on the work dir).
+* **Direct runs skip the wrapper** (one Python start-up less per run, most of a short
+  run's cost). The wrapper is only needed to collect files after every other process is
+  dead; without ``collect`` there is nothing to protect after the command. bwrap copies
+  each work file into the size-capped tmpfs itself (``--perms M --dir D``, ``--perms M
+  --file FD D``) from an fd the host opened with ``O_NOFOLLOW`` and checked to be a regular
+  file, before the command starts; an oversized copy fails bwrap's setup (ours: an error,
+  as a failed wrapper copy-in is). The exit status comes from ``--json-status-fd``, which
+  only the outer bwrap holds (the command never does): bwrap's pid 1 reports the command's
+  exit to it and then exits itself (a missing ``exit-code`` means the command never ran:
+  bwrap's ``execvp`` failure maps to 127/126 as a shell would, anything else is a setup
+  failure). When pid 1 exits the kernel kills every other process of the pid namespace;
+  that may finish just after the outer bwrap exited, so the teardown check below waits
+  for it (and kills as the slot uid whatever is still alive after a moment), exactly as
+  after the wrapper's kill loop.
 * **Killing.** The outer bwrap is a process-group leader; killing the group kills bwrap's
   pid 1 and with it the whole pid namespace. As root we then check that no process of the
   slot uid remains (killing any with ``kill -9 -1`` run as that uid, race-free) and note it.
+  The same uid scan runs when a slot is acquired (stragglers of a supervisor that died
+  holding it). These are the only whole-``/proc`` scans of a run: two per run.
+* **Watching** walks the sandbox's own process tree (``/proc/<pid>/task/*/children`` from
+  the outer bwrap down): every process of the run descends from it, since orphans are
+  re-parented to the namespace's pid 1 and nothing can leave the pid namespace. This costs
+  a few reads instead of a scan of every process of the machine every 50 ms.
 * **Memory.** RLIMIT_AS/RLIMIT_DATA per process = ``limits.memory_bytes`` (a big single
   allocation fails with MemoryError/ENOMEM); a watchdog sums VmRSS of the sandbox's
   processes every 50 ms and kills past the limit (``memory_exceeded=True``, honest). An
@@ -42,6 +66,8 @@ Design choices, and why:
   ``std::bad_alloc``, ``out of memory``) is also reported as ``memory_exceeded`` with a note
   saying it was inferred. Caveat: glibc reserves RLIMIT_STACK per thread, which counts
   against RLIMIT_AS.
+  The watchdog's tree walk may miss a process that is forking at that very instant; the
+  next check 50 ms later sees it (and RLIMIT_AS still bounds each process).
 * **Spawning** happens on one long-lived thread: ``--die-with-parent`` uses
   PR_SET_PDEATHSIG, which fires when the *creating thread* exits (§1.3).
 * bwrap never uses ``spec.image``; the result notes that the host's ``/usr`` ran instead.
@@ -55,9 +81,12 @@ import collections
 import concurrent.futures
 import contextlib
 import fcntl
+import functools
+import itertools
 import json
 import os
 import re
+import select
 import shutil
 import signal
 import stat
@@ -81,6 +110,10 @@ PATH_VALUE = "/usr/local/bin:/usr/bin:/bin"
 WATCH_INTERVAL = 0.05  # seconds between RSS / process-count checks
 KILL_GRACE = 2.0  # seconds we allow teardown after a kill before calling it stuck
 OUTPUT_KILL_FACTOR = 8  # past this many times limits.output_bytes the run is killed
+# A run without `collect` and with at most this many work files skips the wrapper: bwrap
+# copies each file from an fd of its own (fds count against RLIMIT_NOFILE).
+DIRECT_MAX_FILES = 16
+TEARDOWN_PATIENCE = 0.05  # seconds the kernel gets to finish a namespace before we kill
 DEFAULT_UID_BASE = 61000
 DEFAULT_UID_COUNT = 64
 DEFAULT_SLOT_DIR = "/tmp/securebench-sandbox-slots"  # noqa: S108 - checked owner/mode below
@@ -165,7 +198,7 @@ def looks_like_alloc_failure(exit_code: int | None, stderr: bytes) -> bool:
 
 # Runs inside the sandbox as ``python3 -I -S -c WRAPPER CONFIG``. Kept small and stdlib-only.
 WRAPPER = r"""
-import ctypes, json, os, signal, stat, subprocess, sys, time
+import ctypes, json, os, signal, stat, sys, time
 cfg = json.loads(sys.argv[1])
 try:  # PR_SET_DUMPABLE=0: same-uid processes cannot ptrace us or open /proc/<us>/fd/*
     ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
@@ -211,14 +244,21 @@ if cfg["in_fd"] >= 0:
     except Exception as exc:
         fail("copy-in", repr(exc), 125)
     src.close()
-try:
-    child = subprocess.Popen(cfg["cmd"], cwd=cfg["workdir"], close_fds=True)
+for name in os.listdir("/proc/self/fd"):  # like close_fds: the command sees fds 0-2 only
+    if int(name) > 2:
+        try:
+            os.set_inheritable(int(name), False)
+        except OSError:
+            pass
+try:  # posix_spawn, not subprocess: far fewer imports; bwrap's --chdir set the cwd
+    child = os.posix_spawnp(cfg["cmd"][0], cfg["cmd"], os.environ)
 except FileNotFoundError as exc:
     fail("exec", "command not found: %s" % exc.filename, 127)
 except OSError as exc:
     fail("exec", "cannot run command: %s" % exc, 126)
-rc = child.wait()
-code = rc if rc >= 0 else 128 - rc
+status = os.waitpid(child, 0)[1]
+code = os.waitstatus_to_exitcode(status)
+code = code if code >= 0 else 128 - code
 record({"exit": code})
 me = os.getpid()
 for _ in range(2000):  # SIGKILL everything else in the pid namespace (bwrap's pid 1 reaps)
@@ -281,6 +321,7 @@ def _spawn(argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
     return _SPAWNER.submit(subprocess.Popen, argv, **kwargs).result()
 
 
+@functools.cache  # the host's tools do not move while we run; failures are not cached
 def _tool(name: str) -> str:
     path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin")
     if path is None:
@@ -319,6 +360,29 @@ def pids_of_uid(uid: int) -> list[int]:
     return found
 
 
+def tree_pids(root: int) -> list[int]:
+    """``root`` and all its descendants, from each thread's ``children`` list.
+
+    Every process of a sandbox descends from its outer bwrap (orphans are re-parented to the
+    namespace's pid 1), so this is the run's whole process set, read in a few files."""
+    found: list[int] = []
+    stack = [root]
+    while stack:
+        pid = stack.pop()
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue  # gone already
+        found.append(pid)
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
+                    stack.extend(int(child) for child in fh.read().split())
+            except (OSError, ValueError):
+                continue
+    return found
+
+
 def _pids_in_pidns(ns_link: str) -> list[int]:
     found = []
     for entry in os.scandir("/proc"):
@@ -331,11 +395,18 @@ def _pids_in_pidns(ns_link: str) -> list[int]:
     return found
 
 
+_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
+
+
 def _rss_bytes(pids: list[int]) -> int:
+    """Summed resident set (VmRSS) of ``pids``, from the short ``statm`` files."""
     total = 0
     for pid in pids:
-        value = _read_proc_status(pid).get("VmRSS", "0 kB").split()
-        total += int(value[0]) * 1024 if value and value[0].isdigit() else 0
+        try:
+            with open(f"/proc/{pid}/statm", "rb") as fh:
+                total += int(fh.read().split()[1]) * _PAGE_SIZE
+        except (OSError, ValueError, IndexError):
+            continue
     return total
 
 
@@ -373,10 +444,15 @@ def kill_uid(uid: int) -> None:
     )  # fmt: skip
 
 
+_SLOT_TURN = itertools.count()
+
+
 def _acquire_slot(base: int, count: int, timeout: float) -> _Slot:
     folder = _slot_dir()
     deadline = time.monotonic() + timeout
-    start = os.getpid() % count  # spread concurrent workers over the pool
+    # Spread workers and successive runs over the pool: bwrap's pid 1 stays a zombie of the
+    # uid until the host's init reaps it, and zombies count against RLIMIT_NPROC.
+    start = (os.getpid() + next(_SLOT_TURN)) % count
     while True:
         for i in range(count):
             uid = base + (start + i) % count
@@ -387,12 +463,20 @@ def _acquire_slot(base: int, count: int, timeout: float) -> _Slot:
             except BlockingIOError:
                 os.close(fd)
                 continue
-            if pids_of_uid(uid):  # stragglers of a crashed supervisor: ours now, kill them
-                kill_uid(uid)
+            # Stragglers of a supervisor that died holding the slot are ours now: kill them
+            # before the slot is used again (one scan, well under a millisecond).
+            _kill_stragglers(uid)
             return _Slot(uid, fd)
         if time.monotonic() > deadline:
             raise SandboxUnavailable(f"all {count} sandbox slots are busy")
         time.sleep(0.05)
+
+
+def _kill_stragglers(uid: int) -> None:
+    deadline = time.monotonic() + KILL_GRACE
+    while pids_of_uid(uid) and time.monotonic() < deadline:
+        kill_uid(uid)
+        time.sleep(0.01)
 
 
 def _iter_work_files(root: Path, notes: list[str]) -> list[tuple[str, str, int]]:
@@ -434,6 +518,56 @@ def _write_work_files(fd: int, root: Path, items: list[tuple[str, str, int]]) ->
                         left -= len(chunk)
     except (BrokenPipeError, OSError):
         pass
+
+
+def _open_regular(path: Path) -> int | None:
+    """An fd of a regular file for bwrap's ``--file`` (never a link, fifo or device)."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    if not stat.S_ISREG(os.fstat(fd).st_mode):
+        os.close(fd)
+        return None
+    return fd
+
+
+def _pidfd(pid: int) -> int | None:
+    """A pidfd (readable once the process exits) so waits need no polling sleeps."""
+    try:
+        return os.pidfd_open(pid)
+    except (AttributeError, OSError):  # kernel < 5.3: fall back to Popen's polling wait
+        return None
+
+
+def _read_status(fd: int) -> dict:
+    """bwrap's --json-status-fd records (one JSON object per line), read after it exited."""
+    os.set_blocking(fd, False)
+    data = bytearray()
+    with contextlib.suppress(BlockingIOError, OSError):
+        while (chunk := os.read(fd, 65536)) and len(data) < 65536:
+            data += chunk
+    status: dict = {}
+    for line in bytes(data).splitlines():
+        with contextlib.suppress(ValueError):
+            record = json.loads(line)
+            if isinstance(record, dict):
+                status.update(record)
+    return status
+
+
+# bwrap's own message when exec'ing the command fails (the command never ran).
+_EXEC_FAILURE = re.compile(rb"^bwrap: execvp .*: (.+)$")
+
+
+def _exec_failure_code(stderr: bytes) -> int | None:
+    """127 (not found) or 126 (cannot run), as a shell would, from bwrap's last line."""
+    lines = stderr.strip().splitlines()
+    match = _EXEC_FAILURE.match(lines[-1]) if lines else None
+    if match is None:
+        return None
+    not_found = match.group(1).strip() == os.strerror(2).encode()  # ENOENT
+    return EXIT_NOT_FOUND if not_found else EXIT_CANNOT_RUN
 
 
 def _drain(fd: BinaryIO, capture: OutputCapture, on_flood: threading.Event) -> None:
@@ -514,6 +648,12 @@ class BwrapProcess(SandboxProcess):
         self._ns_link: str | None = None
         self._killed_by_caller = False
         self._threads: list[threading.Thread] = []
+        self._direct = False
+        self._overhead = 3
+        self._status_fd: int | None = None  # direct runs: bwrap's --json-status-fd
+        self._in_w: int | None = None  # wrapper runs: copy-in and collection pipes
+        self._out_r: int | None = None
+        self._pidfd: int | None = None
         if spec.image:
             self._notes.append(f"pack image {spec.image} was not used (bwrap runs the host's /usr)")
         if slot.uid is None:
@@ -527,41 +667,26 @@ class BwrapProcess(SandboxProcess):
 
     def _start(self, interactive: bool) -> None:
         spec = self.spec
-        to_close: list[int] = []
-        pass_fds: list[int] = []
-        items: list[tuple[str, str, int]] = []
-        in_fd = -1
-        if spec.work_files is not None:
-            items = _iter_work_files(spec.work_files, self._notes)
-            in_fd, in_w = os.pipe()
-            pass_fds.append(in_fd)
-            to_close.append(in_fd)
-        out_r, out_w = os.pipe()
-        pass_fds.append(out_w)
-        to_close.append(out_w)
-        bwrap_args, extra_fds = self._bwrap_args()
-        pass_fds += extra_fds
-        to_close += extra_fds
-        config = {
-            "workdir": spec.workdir,
-            "in_fd": in_fd,
-            "out_fd": out_w,
-            "collect": list(spec.collect),
-            "cap": self.limits.output_bytes,
-            "cmd": list(spec.command),
-        }
-        argv = [
-            *self._prlimit_args(),
-            *self._setpriv_args(),
-            *bwrap_args,
-            "--",
-            "/usr/bin/python3",
-            "-I",
-            "-S",
-            "-c",
-            WRAPPER,
-            json.dumps(config),
-        ]
+        items = [] if spec.work_files is None else _iter_work_files(spec.work_files, self._notes)
+        files = sum(kind == "f" for _, kind, _ in items)
+        self._direct = not spec.collect and files <= DIRECT_MAX_FILES
+        # The outer bwrap and its pid 1 (and the wrapper) are processes of the run too.
+        self._overhead = 2 if self._direct else 3
+        child_fds: list[int] = []  # our copies of fds the child inherits: closed once spawned
+        own_fds: list[int] = []  # our ends of the pipes: closed here only on failure
+        try:
+            bwrap_args, data_fds = self._bwrap_args()  # closes its own fds when it raises
+            child_fds += data_fds
+            if self._direct:
+                tail = self._direct_args(items, child_fds, own_fds)
+            else:
+                tail = self._wrapper_args(child_fds, own_fds)
+        except BaseException:
+            for fd in child_fds + own_fds:
+                os.close(fd)
+            self._slot.release()
+            raise
+        argv = [*self._prlimit_args(), *self._setpriv_args(), *bwrap_args, *tail]
         stdin_mode = subprocess.PIPE if interactive or spec.stdin else subprocess.DEVNULL
         self._started = time.monotonic()
         try:
@@ -570,20 +695,22 @@ class BwrapProcess(SandboxProcess):
                 stdin=stdin_mode,
                 stdout=subprocess.PIPE,
                 stderr=subprocess.PIPE,
-                pass_fds=tuple(pass_fds),
+                pass_fds=tuple(child_fds),
                 start_new_session=True,  # our own process group: killpg reaches bwrap
                 env={"PATH": PATH_VALUE, "LANG": "C.UTF-8"},
             )
         except OSError as exc:
-            for fd in [*to_close, out_r] + ([in_w] if in_fd >= 0 else []):
+            for fd in child_fds + own_fds:
                 os.close(fd)
             self._slot.release()
             raise SandboxUnavailable(f"cannot start bwrap: {exc}") from exc
-        for fd in to_close:
+        for fd in child_fds:
             os.close(fd)
-        self._thread(_read_all, out_r, self._channel_cap(), self._channel)
-        if in_fd >= 0:
-            self._thread(_write_work_files, in_w, spec.work_files, items)
+        self._pidfd = _pidfd(self._proc.pid)
+        if not self._direct:
+            self._thread(_read_all, self._out_r, self._channel_cap(), self._channel)
+            if self._in_w is not None:
+                self._thread(_write_work_files, self._in_w, spec.work_files, items)
         self._thread(_drain, self._proc.stderr, self._stderr_cap, self._flood)
         if interactive:
             self.stdin = self._proc.stdin  # type: ignore[assignment]
@@ -594,6 +721,50 @@ class BwrapProcess(SandboxProcess):
                 self._thread(self._feed_stdin, self._proc.stdin, spec.stdin)
         self._watchdog = threading.Thread(target=self._watch, name="sb-watchdog", daemon=True)
         self._watchdog.start()
+
+    def _direct_args(
+        self, items: list[tuple[str, str, int]], child_fds: list[int], own_fds: list[int]
+    ) -> list[str]:
+        """bwrap copies the work files itself and execs the command (no wrapper)."""
+        spec = self.spec
+        status_r, status_w = os.pipe()
+        own_fds.append(status_r)
+        child_fds.append(status_w)
+        self._status_fd = status_r
+        args = ["--json-status-fd", str(status_w)]
+        for rel, kind, mode in items:
+            dest = f"{spec.workdir}/{rel}"
+            if kind == "d":
+                args += ["--perms", f"{mode & 0o755 | 0o700:o}", "--dir", dest]
+                continue
+            fd = _open_regular(spec.work_files / rel)  # type: ignore[operator]
+            if fd is None:
+                self._notes.append(f"work_files: skipped {rel} (not a regular file)")
+                continue
+            child_fds.append(fd)
+            args += ["--perms", f"{mode & 0o755 | 0o600:o}", "--file", str(fd), dest]
+        return [*args, "--", *spec.command]
+
+    def _wrapper_args(self, child_fds: list[int], own_fds: list[int]) -> list[str]:
+        """The trusted wrapper copies in over one pipe and collects over another."""
+        spec = self.spec
+        in_fd = -1
+        if spec.work_files is not None:
+            in_fd, self._in_w = os.pipe()
+            child_fds.append(in_fd)
+            own_fds.append(self._in_w)
+        self._out_r, out_w = os.pipe()
+        child_fds.append(out_w)
+        own_fds.append(self._out_r)
+        config = {
+            "workdir": spec.workdir,
+            "in_fd": in_fd,
+            "out_fd": out_w,
+            "collect": list(spec.collect),
+            "cap": self.limits.output_bytes,
+            "cmd": list(spec.command),
+        }
+        return ["--", "/usr/bin/python3", "-I", "-S", "-c", WRAPPER, json.dumps(config)]
 
     def _thread(self, target: object, *args: object) -> None:
         thread = threading.Thread(target=target, args=args, daemon=True)  # type: ignore[arg-type]
@@ -624,8 +795,8 @@ class BwrapProcess(SandboxProcess):
             f"--stack={lim.stack_bytes}",
         ]
         if self._slot.uid is not None:
-            # + 3: the outer bwrap, bwrap's pid 1 and the wrapper run under the slot uid too.
-            args.append(f"--nproc={lim.pids + 3}")
+            # The outer bwrap, bwrap's pid 1 (and the wrapper) run under the slot uid too.
+            args.append(f"--nproc={lim.pids + self._overhead}")
         return [*args, "--"]
 
     def _setpriv_args(self) -> list[str]:
@@ -703,13 +874,16 @@ class BwrapProcess(SandboxProcess):
     # -- watching
 
     def _members(self) -> list[int]:
+        """The run's processes: the outer bwrap's tree (see the module docstring)."""
+        if self._slot.uid is None and self._ns_link is None:
+            self._ns_link = self._find_ns_link()  # for the teardown check, found once
+        return tree_pids(self._proc.pid)
+
+    def _leftovers(self) -> list[int]:
+        """Processes of this run still alive after bwrap exited (the teardown check)."""
         if self._slot.uid is not None:
-            return pids_of_uid(self._slot.uid)
-        if self._ns_link is None:
-            self._ns_link = self._find_ns_link()
-            if self._ns_link is None:
-                return []
-        return _pids_in_pidns(self._ns_link)
+            return pids_of_uid(self._slot.uid)  # the slot uid is only ever ours
+        return _pids_in_pidns(self._ns_link) if self._ns_link is not None else []
 
     def _find_ns_link(self) -> str | None:
         try:
@@ -737,7 +911,7 @@ class BwrapProcess(SandboxProcess):
                 self._flags.memory_exceeded = True
                 self._kill()
                 return
-            if self._slot.uid is None and len(members) > self.limits.pids + 2:
+            if self._slot.uid is None and len(members) > self.limits.pids + self._overhead:
                 self._flags.pids_exceeded = True
                 self._kill()
                 return
@@ -763,19 +937,18 @@ class BwrapProcess(SandboxProcess):
     def _finish(self, timeout: float | None) -> SandboxResult:
         wall_left = self._started + self.limits.wall_seconds - time.monotonic()
         wait_for = wall_left + KILL_GRACE if timeout is None else min(timeout, wall_left)
-        try:
-            self._proc.wait(timeout=max(wait_for, 0.0))
-        except subprocess.TimeoutExpired:
+        if not self._wait(max(wait_for, 0.0)):
             if timeout is not None and timeout < wall_left:
                 self._notes.append(f"killed by finish(timeout={timeout})")
             else:
                 self._flags.timed_out = True
             self._kill()
-        try:
-            rc = self._proc.wait(timeout=KILL_GRACE)
-        except subprocess.TimeoutExpired:  # bwrap ignoring SIGKILL would be a kernel bug
+        rc: int | None = self._proc.returncode
+        if not self._wait(KILL_GRACE):  # bwrap ignoring SIGKILL would be a kernel bug
             rc = None
             self._notes.append("bwrap did not exit after SIGKILL")
+        else:
+            rc = self._proc.returncode
         self._flags.killed.set()
         self._watchdog.join(KILL_GRACE)
         try:
@@ -788,21 +961,60 @@ class BwrapProcess(SandboxProcess):
                     pipe.close()
         for thread in self._threads:
             thread.join(KILL_GRACE)
-        return self._result(rc)
+        status: dict = {}
+        if self._status_fd is not None:
+            status = _read_status(self._status_fd)
+            os.close(self._status_fd)
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+        return self._result(rc, status)
+
+    def _wait(self, timeout: float) -> bool:
+        """Whether bwrap exited (and was reaped) within ``timeout`` seconds."""
+        if self._proc.returncode is not None:
+            return True
+        if self._pidfd is None:
+            try:
+                self._proc.wait(timeout=timeout)
+            except subprocess.TimeoutExpired:
+                return False
+            return True
+        # Woken the moment bwrap exits: Popen.wait(timeout) would poll with growing sleeps.
+        poller = select.poll()
+        poller.register(self._pidfd, select.POLLIN)
+        if not poller.poll(max(timeout, 0.0) * 1000):
+            return False
+        self._proc.wait()  # exited: reaps at once
+        return True
 
     def _teardown_check(self) -> None:
         """Nothing of this run may survive: verify, and kill leftovers as the slot uid."""
-        deadline = time.monotonic() + KILL_GRACE
-        while (left := self._members()) and time.monotonic() < deadline:
-            if self._slot.uid is not None:
+        started = time.monotonic()
+        pause = 0.001
+        while (left := self._leftovers()) and time.monotonic() < started + KILL_GRACE:
+            # The kernel is already killing what pid 1 left behind; whatever is still alive
+            # after a moment is killed as the slot uid (a process spawn, so not at once).
+            if self._slot.uid is not None and time.monotonic() - started > TEARDOWN_PATIENCE:
                 kill_uid(self._slot.uid)
-            time.sleep(0.02)
+            time.sleep(pause)
+            pause = min(pause * 2, 0.02)
         if left:
             self._notes.append(f"processes of the sandbox survived teardown: {left}")
 
-    def _result(self, rc: int | None) -> SandboxResult:
+    @staticmethod
+    def _direct_status(rc: int | None, bwrap_status: dict, stderr: bytes) -> dict:
+        """A direct run's outcome in the wrapper's terms (``{"exit": n}`` or nothing)."""
+        code = bwrap_status.get("exit-code")
+        if isinstance(code, int) and not isinstance(code, bool):
+            return {"exit": code}  # written by the outer bwrap once pid 1 was reaped
+        exec_code = _exec_failure_code(stderr) if rc == 1 else None
+        return {} if exec_code is None else {"exit": exec_code}
+
+    def _result(self, rc: int | None, bwrap_status: dict) -> SandboxResult:
         status, records, payloads = _parse_channel(bytes(self._channel))
         stderr = self._stderr_cap.value()
+        if self._direct:
+            status = self._direct_status(rc, bwrap_status, stderr)
         if "error" in status and status["error"] in ("copy-in", "teardown"):
             raise SandboxUnavailable(f"sandbox {status['error']} failed: {status.get('msg')}")
         killed = self._flags.timed_out or self._flags.memory_exceeded
@@ -821,7 +1033,11 @@ class BwrapProcess(SandboxProcess):
             raise SandboxUnavailable(stderr.decode(errors="replace").strip())
         else:
             exit_code = rc
-            self._notes.append("the sandbox wrapper died before reporting (killed from inside?)")
+            self._notes.append(
+                "bwrap exited without reporting the command's exit status"
+                if self._direct
+                else "the sandbox wrapper died before reporting (killed from inside?)"
+            )
         collected: dict[str, bytes] = {}
         refused: list[str] = []
         for rec, payload in zip(records, payloads, strict=True):

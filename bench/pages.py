@@ -1,0 +1,178 @@
+"""Workload 5: pages under load.
+
+The site `make run` starts (SQLite, its Celery worker) holds the 14,042-row generated
+multiple-choice pack, one run of 14,042 candidates submitted through the API and scored by the
+real worker, and 1,000 more done runs on the same version. Then, over real HTTP with a
+signed-in session, 200 requests each (after a few warm-up requests) to:
+
+* the run page of the 14k run;
+* its results table (the htmx partial the page's pager and filters load), on pages spread over
+  the whole 14k results, every other request filtered to failed results;
+* the version's leaderboard (1,001 runs);
+* the pack version page with its visibility matrix (14,042 tasks).
+
+Figures are client-measured round trips (they bound the server time); target p95 <= 200 ms.
+
+The 1,000 extra runs are written in-process through the ORM against the site's own database:
+each a submitted agent run with one done evaluation whose summary (counts, score, interval,
+per-family counts) is what the worker writes when an evaluation finishes. They have no
+per-task rows — 1,000 x 14k results would be 14 million rows — which the pages measured here
+never read for runs other than the one being shown.
+"""
+
+from __future__ import annotations
+
+import random
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+import requests
+
+from bench.common import Figure, at_most, django_setup, main, mc_pack_archive, median, p95
+from bench.site import Site
+from bench.text_scoring import PACK_ID, candidates_bundle, submit_and_wait, upload_pack
+
+WORKLOAD = "5 pages under load"
+FULL = {"rows": 14_042, "runs": 1_000, "requests": 200}
+SMOKE = {"rows": 300, "runs": 20, "requests": 10}
+WARM_UP = 3
+TARGET_MS = 200.0
+RESULTS_PER_PAGE = 50  # runs.views.RESULTS_PER_PAGE
+
+
+def add_done_runs(data_dir: Path, count: int) -> None:
+    """``count`` submitted agent runs on the pack's version, each with a done evaluation."""
+    django_setup(data_dir)
+    from django.utils import timezone  # noqa: PLC0415 - after django_setup
+
+    from packs.models import ContractVersion  # noqa: PLC0415
+    from runs.models import Evaluation, EvaluationStatus, Run, RunSource  # noqa: PLC0415
+    from runs.stats import wilson_interval  # noqa: PLC0415
+
+    version = ContractVersion.objects.get(pack__pack_id=PACK_ID, version=1)
+    total = version.task_count
+    rng = random.Random(5)
+    now = timezone.now()
+    runs = Run.objects.bulk_create(
+        Run(
+            contract_version=version,
+            agent_name=f"agent-{index % 40}",
+            agent_version=f"1.{index}",
+            model_name=f"model-{index % 7}",
+            source=RunSource.API,
+            submitted_at=now,
+            candidate_count=total,
+            over_budget=index % 50 == 0,
+        )
+        for index in range(count)
+    )
+    evaluations = []
+    for run in runs:
+        passed = rng.randint(0, total)
+        interval = wilson_interval(float(passed), total)
+        evaluations.append(
+            Evaluation(
+                run=run,
+                number=1,
+                evaluator="securebench@1",
+                status=EvaluationStatus.DONE,
+                started_at=now,
+                finished_at=now,
+                total=total,
+                passed=passed,
+                failed=total - passed,
+                score=passed / total,
+                ci_low=interval.low if interval else None,
+                ci_high=interval.high if interval else None,
+                family_summary={
+                    "multiple_choice": {
+                        "total": total,
+                        "passed": passed,
+                        "failed": total - passed,
+                        "error": 0,
+                        "pending": 0,
+                    }
+                },
+            )
+        )
+    Evaluation.objects.bulk_create(evaluations, batch_size=500)
+
+
+def timed_gets(
+    session: requests.Session, urls: Callable[[int], str], count: int, *, htmx: bool = False
+) -> list[float]:
+    """Milliseconds of each of ``count`` GETs (after warm-up), each checked to be a 200."""
+    headers = {"HX-Request": "true"} if htmx else {}
+    times: list[float] = []
+    for index in range(-WARM_UP, count):
+        url = urls(index)
+        started = time.perf_counter()
+        answer = session.get(url, headers=headers, timeout=60)
+        elapsed = (time.perf_counter() - started) * 1000
+        if answer.status_code != 200:
+            raise RuntimeError(f"GET {url}: {answer.status_code}")
+        if index >= 0:
+            times.append(elapsed)
+    return times
+
+
+def run(*, smoke: bool) -> list[Figure]:
+    sizes = SMOKE if smoke else FULL
+    rows, requests_each = sizes["rows"], sizes["requests"]
+    folder = Path(tempfile.mkdtemp(prefix="securebench-pages-"))
+    archive = mc_pack_archive(folder, rows, pack_id=PACK_ID)
+    bundle = candidates_bundle(folder, rows)
+    with Site() as site:
+        api = requests.Session()
+        api.headers["Authorization"] = f"Token {site.admin_token()}"
+        upload_pack(site, api, archive)
+        _, status = submit_and_wait(site, api, bundle)
+        run_id = status["run"]
+        add_done_runs(site.data_dir, sizes["runs"])
+        browser = site.admin_session()
+        pages = -(-rows // RESULTS_PER_PAGE)
+        rng = random.Random(3)
+
+        def results_url(index: int) -> str:
+            page = rng.randint(1, pages)
+            if index % 2:
+                # Failed results are about 30 %: a page within their count.
+                return f"{site.url}/runs/{run_id}/?status=failed&page={max(1, page // 3)}"
+            return f"{site.url}/runs/{run_id}/?page={page}"
+
+        measured = {
+            "run page (14k results)": timed_gets(
+                browser, lambda _: f"{site.url}/runs/{run_id}/", requests_each
+            ),
+            "results table partial (htmx)": timed_gets(
+                browser, results_url, requests_each, htmx=True
+            ),
+            f"leaderboard ({sizes['runs'] + 1:,} runs)": timed_gets(
+                browser, lambda _: f"{site.url}/leaderboards/{PACK_ID}/v1/", requests_each
+            ),
+            f"pack version page ({rows:,} tasks)": timed_gets(
+                browser, lambda _: f"{site.url}/packs/{PACK_ID}/v1/", requests_each
+            ),
+            "runs list": timed_gets(browser, lambda _: f"{site.url}/runs/", requests_each),
+        }
+    figures = []
+    for name, times in measured.items():
+        note = f"median {median(times):.1f} ms, {len(times)} requests"
+        figures.append(
+            Figure(
+                WORKLOAD,
+                f"{name}: p95 round trip",
+                p95(times),
+                "ms",
+                target=f"<= {TARGET_MS:.0f} ms",
+                met=None if smoke else at_most(p95(times), TARGET_MS),
+                note=note,
+            )
+        )
+    return figures
+
+
+if __name__ == "__main__":
+    main(run)
