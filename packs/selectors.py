@@ -62,8 +62,14 @@ def version_tasks(contract_version: ContractVersion, *, family: str = "") -> Que
 
 
 def tasks_with_resource_summaries(tasks: QuerySet[Task]) -> QuerySet[Task]:
-    """Tasks with their resources' name, lane, kind and size only (values stay unread)."""
-    return tasks.prefetch_related(
+    """Tasks with their resources' name, lane, kind and size only (values stay unread).
+
+    The tasks' own JSON columns (metadata, environment, agent payload) stay unread too: a
+    matrix page shows none of them, and for large prompts they are most of a row's bytes.
+    """
+    return tasks.only(
+        "id", "contract_version_id", "task_id", "family", "position", "has_verifier"
+    ).prefetch_related(
         Prefetch(
             "resources",
             queryset=Resource.objects.only(

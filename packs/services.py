@@ -1,36 +1,46 @@
 """Writes for packs: import an uploaded pack as a new immutable contract version.
 
-Every entry point ends in ``pack_import_folder``: compile (pure, nothing stored), check the
-(id, version) slot, copy files into content-addressed storage, then store all rows in one
-transaction. Any failure leaves nothing behind: blobs written by a failed import are removed.
+Every entry point ends in ``pack_import_folder``: compile (pure, nothing stored; compiled
+tasks stream to a scratch file in batches), check the (id, version) slot, copy files into
+content-addressed storage, then store all rows in one transaction, batch by batch from the
+scratch file. Any failure leaves nothing behind: blobs written by a failed import are removed.
 """
 
 from __future__ import annotations
 
+import functools
+import itertools
+import json
+import pickle
 import shutil
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files import File
 from django.core.files.storage import Storage, storages
 from django.core.files.uploadedfile import UploadedFile
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.db.backends.base.operations import BaseDatabaseOperations
+from django.db.backends.utils import CursorWrapper
+from django.db.models import Model
 
 from packs import access
 from packs.compiler import (
-    CompiledPack,
     CompiledTask,
     CompileLimits,
+    CompileSummary,
+    Manifest,
+    PackCompilation,
     PackError,
     PackFileEntry,
     Problem,
-    compile_pack,
+    open_pack,
 )
 from packs.compiler.archive import ArchiveError, ArchiveLimits, extract_archive, find_pack_root
 from packs.models import (
@@ -47,6 +57,13 @@ from packs.models import (
 from verifiers.lanes import PUBLIC
 
 BULK_BATCH = 500
+# Tasks compiled, spooled and stored per batch: bounds memory whatever the pack's size.
+TASK_BATCH = 1000
+# Rows per INSERT statement (fewer when the backend limits parameters per statement). One
+# row per statement costs a round trip each on PostgreSQL; at 100 rows the statement text
+# stays under 4 KiB, so psycopg parses it once and caches it.
+ROWS_PER_STATEMENT = 100
+MAX_STATEMENT_PARAMS = 65_535  # PostgreSQL's protocol limit, for backends that state none
 
 
 class PackVersionConflict(Exception):
@@ -177,24 +194,31 @@ def pack_import_parts(
 def pack_import_folder(
     *, folder: Path, source_name: str = "", uploaded_by: AbstractBaseUser | None = None
 ) -> ImportOutcome:
-    compiled = compile_pack(folder, limits=compile_limits())
-    existing = _existing_version(compiled)
-    if existing is not None:
-        return ImportOutcome(existing, created=False)
-    _check_maintainer(compiled.manifest.id, uploaded_by)
-    written = _store_blobs(compiled.files.values())
-    try:
-        contract_version = _store_rows(compiled, source_name=source_name, uploaded_by=uploaded_by)
-    except IntegrityError:
-        # A concurrent upload took the slot between our check and our insert.
-        _remove_blobs(written)
-        existing = _existing_version(compiled)
-        if existing is None:
+    compilation = open_pack(folder, limits=compile_limits())
+    with _task_spool() as spool:
+        # Compiled tasks go to a scratch file as they are read, so a 100k-row pack is never
+        # held in memory, and the database is only written (and SQLite's write lock only
+        # taken) once the whole pack is known to be good.
+        summary = _compile_to_spool(compilation, spool)
+        existing = _existing_version(compilation.manifest, summary.digest)
+        if existing is not None:
+            return ImportOutcome(existing, created=False)
+        _check_maintainer(compilation.manifest.id, uploaded_by)
+        written = _store_blobs(compilation.files.values())
+        try:
+            contract_version = _store_rows(
+                compilation, summary, spool, source_name=source_name, uploaded_by=uploaded_by
+            )
+        except IntegrityError:
+            # A concurrent upload took the slot between our check and our insert.
+            _remove_blobs(written)
+            existing = _existing_version(compilation.manifest, summary.digest)
+            if existing is None:
+                raise
+            return ImportOutcome(existing, created=False)
+        except BaseException:
+            _remove_blobs(written)
             raise
-        return ImportOutcome(existing, created=False)
-    except BaseException:
-        _remove_blobs(written)
-        raise
     return ImportOutcome(contract_version, created=True)
 
 
@@ -207,14 +231,13 @@ def _check_maintainer(pack_id: str, uploaded_by: AbstractBaseUser | None) -> Non
         )
 
 
-def _existing_version(compiled: CompiledPack) -> ContractVersion | None:
-    manifest = compiled.manifest
+def _existing_version(manifest: Manifest, digest: str) -> ContractVersion | None:
     existing = (
         ContractVersion.objects.select_related("pack")
         .filter(pack__pack_id=manifest.id, version=manifest.version)
         .first()
     )
-    if existing is not None and existing.digest != compiled.digest:
+    if existing is not None and existing.digest != digest:
         raise PackVersionConflict(
             f"version {manifest.version} of {manifest.id} is already stored with different "
             f"content; raise `version` in manifest.yaml to store this as a new version"
@@ -253,11 +276,99 @@ def _remove_blobs(written: list[tuple[Storage, str]]) -> None:
         storage.delete(name)
 
 
+# --- compiled tasks, spooled -----------------------------------------------------------------
+
+# A compiled task reduced to what is stored, JSON already encoded (plain tuples: they pickle
+# fast and small). Resource: (name, position, lane, kind, size, sha256, value JSON, files).
+ResourceRecord = tuple[str, int, str, str, int, str, str, tuple[tuple[str, str], ...]]
+# Task: (task id, family, position, line, has_verifier, metadata JSON, environment JSON,
+# agent payload JSON, resources).
+TaskRecord = tuple[str, str, int, int, bool, str, str, str, tuple[ResourceRecord, ...]]
+
+# Stored JSON keeps the author's key order (as JSONField would) but drops the spaces.
+_STORE_JSON = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+
+
+class _TaskSpool:
+    """Batches of TaskRecords in an unnamed scratch file, read back in the order written."""
+
+    def __init__(self, handle: IO[bytes]) -> None:
+        self._handle = handle
+
+    def write(self, batch: list[TaskRecord]) -> None:
+        pickle.dump(batch, self._handle, protocol=pickle.HIGHEST_PROTOCOL)
+
+    def batches(self) -> Iterator[list[TaskRecord]]:
+        # Only this process wrote the file (unnamed, private), so unpickling it is safe.
+        self._handle.seek(0)
+        while True:
+            try:
+                yield pickle.load(self._handle)  # noqa: S301 - our own scratch file
+            except EOFError:
+                return
+
+
+@contextmanager
+def _task_spool() -> Iterator[_TaskSpool]:
+    root = Path(settings.UPLOAD_WORK_ROOT)
+    root.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryFile(prefix="tasks-", dir=root) as handle:
+        yield _TaskSpool(handle)
+
+
+def _compile_to_spool(compilation: PackCompilation, spool: _TaskSpool) -> CompileSummary:
+    batch: list[TaskRecord] = []
+    for task in compilation.tasks():
+        if compilation.failed:
+            # finish() will raise; keep reading only to name the later rows' problems too.
+            batch.clear()
+            continue
+        batch.append(_task_record(task))
+        if len(batch) >= TASK_BATCH:
+            spool.write(batch)
+            batch = []
+    if batch:
+        spool.write(batch)
+    return compilation.finish()
+
+
+def _task_record(task: CompiledTask) -> TaskRecord:
+    encode = _STORE_JSON.encode
+    resources = tuple(
+        (r.name, position, r.lane, r.kind, r.size, r.sha256, encode(r.value), r.files)
+        for position, r in enumerate(task.resources)
+    )
+    # The agent payload is exactly the public values: joined from their encodings, not
+    # encoded a second time (the same text json would give for the dict, in the same order).
+    payload = ",".join(
+        f"{encode(name)}:{value}" for name, _, lane, *_, value, _ in resources if lane == PUBLIC
+    )
+    return (
+        task.task_id,
+        task.family,
+        task.position,
+        task.line,
+        task.has_verifier,
+        encode(task.metadata),
+        encode(task.environment),
+        "{" + payload + "}",
+        resources,
+    )
+
+
+# --- rows --------------------------------------------------------------------------------------
+
+
 @transaction.atomic
 def _store_rows(
-    compiled: CompiledPack, *, source_name: str, uploaded_by: AbstractBaseUser | None
+    compilation: PackCompilation,
+    summary: CompileSummary,
+    spool: _TaskSpool,
+    *,
+    source_name: str,
+    uploaded_by: AbstractBaseUser | None,
 ) -> ContractVersion:
-    manifest = compiled.manifest
+    manifest = compilation.manifest
     pack, created = Pack.objects.get_or_create(
         pack_id=manifest.id,
         defaults={
@@ -268,23 +379,26 @@ def _store_rows(
     )
     if created and uploaded_by is not None:
         pack.maintainers.add(uploaded_by)
+    files = compilation.files
     contract_version = ContractVersion.objects.create(
         pack=pack,
         version=manifest.version,
-        digest=compiled.digest,
+        digest=summary.digest,
         manifest=manifest.canonical,
         contract=manifest.contract,
-        compile_report=compiled.report,
-        family_counts=compiled.report.get("family_counts", {}),
-        lane_counts=compiled.report.get("lane_counts", {}),
-        task_count=len(compiled.tasks),
-        file_count=len(compiled.files),
-        file_bytes=sum(entry.size for entry in compiled.files.values()),
+        compile_report=summary.report,
+        family_counts=summary.report.get("family_counts", {}),
+        lane_counts=summary.report.get("lane_counts", {}),
+        task_count=summary.task_count,
+        file_count=len(files),
+        file_bytes=sum(entry.size for entry in files.values()),
         source_name=source_name[:255],
         uploaded_by=uploaded_by,
     )
-    files = _store_pack_files(contract_version, compiled)
-    _store_tasks(contract_version, compiled.tasks, files)
+    file_pks = _store_pack_files(contract_version, files.values())
+    inserter = _TaskInserter(contract_version.pk, file_pks)
+    for batch in spool.batches():
+        inserter.insert(batch)
     if manifest.version >= pack.latest_version:
         pack.latest_version = manifest.version
         pack.title = manifest.title or pack.title
@@ -294,8 +408,8 @@ def _store_rows(
 
 
 def _store_pack_files(
-    contract_version: ContractVersion, compiled: CompiledPack
-) -> dict[tuple[str, str], PackFile]:
+    contract_version: ContractVersion, entries: Iterable[PackFileEntry]
+) -> dict[tuple[str, str], int]:
     rows = [
         PackFile(
             contract_version=contract_version,
@@ -304,71 +418,163 @@ def _store_pack_files(
             size=entry.size,
             sha256=entry.sha256,
         )
-        for entry in compiled.files.values()
+        for entry in entries
     ]
     PackFile.objects.bulk_create(rows, batch_size=BULK_BATCH)
-    return {(row.root, row.path): row for row in rows}
+    return {(row.root, row.path): row.pk for row in rows}
 
 
-def _store_tasks(
-    contract_version: ContractVersion,
-    tasks: list[CompiledTask],
-    files: dict[tuple[str, str], PackFile],
-) -> None:
-    task_rows = Task.objects.bulk_create(
-        [_task_row(contract_version, task) for task in tasks], batch_size=BULK_BATCH
-    )
-    resources: list[Resource] = []
-    sealed_values: list[Any] = []
-    file_keys: list[tuple[tuple[str, str], ...]] = []
-    for task_row, task in zip(task_rows, tasks, strict=True):
-        for position, resource in enumerate(task.resources):
-            public = resource.lane == PUBLIC
-            resources.append(
-                Resource(
-                    task=task_row,
-                    name=resource.name,
-                    position=position,
-                    lane=resource.lane,
-                    kind=resource.kind,
-                    size=resource.size,
-                    sha256=resource.sha256,
-                    public_value=resource.value if public else None,
-                )
+class _PreEncoded(json.JSONEncoder):
+    """For values that already are JSON text: the backend's own JSON adaptation (a jsonb
+    parameter on PostgreSQL, text on SQLite) without encoding them again."""
+
+    def encode(self, o: Any) -> str:
+        return o
+
+
+def _as_is(text: str) -> Any:
+    return text
+
+
+def _json_adapter() -> Callable[[str], Any]:
+    """How this backend takes a JSON parameter that is already encoded."""
+    ops = connection.ops
+    if type(ops).adapt_json_value is BaseDatabaseOperations.adapt_json_value:
+        return _as_is  # the default sends JSON as text: nothing to wrap (SQLite)
+    return functools.partial(ops.adapt_json_value, encoder=_PreEncoded)  # e.g. jsonb
+
+
+class _Insert:
+    """INSERTs of many rows into one table: several rows per statement, within the backend's
+    limit on parameters per statement (SQLite's is 32766, or 999 on old builds)."""
+
+    def __init__(self, model: type[Model], fields: tuple[str, ...]) -> None:
+        quote = connection.ops.quote_name
+        columns = ", ".join(quote(model._meta.get_field(name).column) for name in fields)
+        # Only model metadata goes into the text; every value is a parameter.
+        self.head = f"INSERT INTO {quote(model._meta.db_table)} ({columns}) VALUES "  # noqa: S608
+        self.row = "(" + ",".join(["%s"] * len(fields)) + ")"
+        limit = connection.features.max_query_params or MAX_STATEMENT_PARAMS
+        self.per_statement = max(1, min(ROWS_PER_STATEMENT, limit // len(fields)))
+
+    def sql(self, rows: int) -> str:
+        return self.head + ",".join([self.row] * rows)
+
+    def run(self, cursor: CursorWrapper, rows: list[tuple[Any, ...]]) -> None:
+        size = self.per_statement
+        chunks = [rows[start : start + size] for start in range(0, len(rows), size)]
+        rest = chunks.pop() if chunks and len(chunks[-1]) < size else None
+        # executemany even for one statement: DEBUG's query log then keeps "N times", not
+        # the statement with every value spelled out.
+        if chunks:
+            cursor.executemany(self.sql(size), [_flat(chunk) for chunk in chunks])
+        if rest:
+            cursor.executemany(self.sql(len(rest)), [_flat(rest)])
+
+
+def _flat(rows: list[tuple[Any, ...]]) -> tuple[Any, ...]:
+    return tuple(itertools.chain.from_iterable(rows))
+
+
+class _TaskInserter:
+    """Stores batches of TaskRecords: a few multi-row INSERTs per table and batch.
+
+    bulk_create builds a model instance per row, and turning them into SQL was most of an
+    import's time at 14k rows; here rows go from tuples straight to parameters. The primary
+    keys executemany cannot return are read back by each table's unique key instead.
+    """
+
+    def __init__(self, contract_version_pk: int, file_pks: dict[tuple[str, str], int]) -> None:
+        self.cv_pk = contract_version_pk
+        self.file_pks = file_pks
+        self.json = _json_adapter()
+        self.tasks = _Insert(
+            Task,
+            (
+                "contract_version",
+                "task_id",
+                "family",
+                "position",
+                "line",
+                "has_verifier",
+                "metadata",
+                "environment",
+                "agent_payload",
+            ),
+        )
+        self.resources = _Insert(
+            Resource,
+            ("task", "name", "position", "lane", "kind", "size", "sha256", "public_value"),
+        )
+        self.sealed = _Insert(SealedValue, ("resource", "value"))
+        self.links = _Insert(ResourceFile, ("resource", "pack_file"))
+
+    def insert(self, batch: list[TaskRecord]) -> None:
+        with connection.cursor() as cursor:
+            self.tasks.run(cursor, [self._task_params(task) for task in batch])
+            task_pks = self._task_pks(batch[0][2], batch[-1][2])
+            self.resources.run(
+                cursor,
+                [
+                    self._resource_params(task_pks[task[2]], resource)
+                    for task in batch
+                    for resource in task[8]
+                ],
             )
-            sealed_values.append(None if public else resource.value)
-            file_keys.append(resource.files)
-    Resource.objects.bulk_create(resources, batch_size=BULK_BATCH)
-    SealedValue.objects.bulk_create(
-        [
-            SealedValue(resource=row, value=value)
-            for row, value in zip(resources, sealed_values, strict=True)
-            if row.lane != PUBLIC
-        ],
-        batch_size=BULK_BATCH,
-    )
-    ResourceFile.objects.bulk_create(
-        [
-            ResourceFile(resource=row, pack_file=files[key])
-            for row, keys in zip(resources, file_keys, strict=True)
-            for key in keys
-        ],
-        batch_size=BULK_BATCH,
-    )
+            # Sealed values and file links need the resources' keys; plain MC rows have no
+            # files, but every one has a hidden answer.
+            wanted = [
+                (task_pks[task[2]], resource)
+                for task in batch
+                for resource in task[8]
+                if resource[2] != PUBLIC or resource[7]
+            ]
+            if not wanted:
+                return
+            resource_pks = self._resource_pks(list(task_pks.values()))
+            sealed, links = [], []
+            for task_pk, (_, position, lane, *_, value, files) in wanted:
+                resource_pk = resource_pks[(task_pk, position)]
+                if lane != PUBLIC:
+                    sealed.append((resource_pk, self.json(value)))
+                links += [(resource_pk, self.file_pks[key]) for key in files]
+            self.sealed.run(cursor, sealed)
+            self.links.run(cursor, links)
 
+    def _task_params(self, task: TaskRecord) -> tuple[Any, ...]:
+        task_id, family, position, line, has_verifier, metadata, environment, payload, _ = task
+        return (
+            self.cv_pk,
+            task_id,
+            family,
+            position,
+            line,
+            has_verifier,
+            self.json(metadata),
+            self.json(environment),
+            self.json(payload),
+        )
 
-def _task_row(contract_version: ContractVersion, task: CompiledTask) -> Task:
-    return Task(
-        contract_version=contract_version,
-        task_id=task.task_id,
-        family=task.family,
-        position=task.position,
-        line=task.line,
-        has_verifier=task.has_verifier,
-        metadata=task.metadata,
-        environment=task.environment,
-        agent_payload=task.agent_payload(),
-    )
+    def _resource_params(self, task_pk: int, resource: ResourceRecord) -> tuple[Any, ...]:
+        name, position, lane, kind, size, sha256, value, _ = resource
+        # A non-public value never goes into the resource table (it has its own).
+        public_value = self.json(value) if lane == PUBLIC else None
+        return (task_pk, name, position, lane, kind, size, sha256, public_value)
+
+    def _task_pks(self, first: int, last: int) -> dict[int, int]:
+        """Task pk by position, for this batch's positions."""
+        rows = Task.objects.filter(
+            contract_version_id=self.cv_pk, position__gte=first, position__lte=last
+        ).values_list("position", "pk")
+        return dict(rows)
+
+    @staticmethod
+    def _resource_pks(task_pks: list[int]) -> dict[tuple[int, int], int]:
+        """Resource pk by (task pk, position)."""
+        rows = Resource.objects.filter(task_id__in=task_pks).values_list(
+            "task_id", "position", "pk"
+        )
+        return {(task_pk, position): pk for task_pk, position, pk in rows}
 
 
 def pack_import_upload(

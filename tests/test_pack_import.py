@@ -5,6 +5,8 @@ from pathlib import Path
 import pytest
 from django.core.files.storage import storages
 
+from packs import services
+from packs.compiler import CompiledTask, compile_pack
 from packs.management.commands.import_pack import import_path
 from packs.models import ContractVersion, Pack, PackFile, Resource, SealedValue, Task
 from packs.selectors import evaluator_task_lanes
@@ -157,3 +159,103 @@ def test_the_evaluator_view_of_a_task_has_all_lanes_and_trusted_file_copies(refe
     (checker_file,) = lanes.files["checker"]
     assert checker_file.path == "create-output-file/tests/test_outputs.py"
     assert "securebench terminal task" in checker_file.source.read_text()
+
+
+def stored_task(task: Task) -> dict:
+    """A stored task as plain data: its columns, and every resource with its value."""
+    lanes = evaluator_task_lanes(task)
+    resources = list(
+        task.resources.order_by("position").values_list("name", "lane", "kind", "size", "sha256")
+    )
+    return {
+        "task_id": task.task_id,
+        "family": task.family,
+        "line": task.line,
+        "has_verifier": task.has_verifier,
+        "metadata": task.metadata,
+        "environment": task.environment,
+        "agent_payload": task.agent_payload,
+        "resources": resources,
+        "values": {**lanes.public, **lanes.evaluation_inputs, **lanes.hidden},
+        # Links have no order of their own: compare the sets of files.
+        "files": {name: sorted(f.path for f in files) for name, files in lanes.files.items()},
+    }
+
+
+def compiled_task(task: CompiledTask) -> dict:
+    return {
+        "task_id": task.task_id,
+        "family": task.family,
+        "line": task.line,
+        "has_verifier": task.has_verifier,
+        "metadata": task.metadata,
+        "environment": task.environment,
+        "agent_payload": task.agent_payload(),
+        "resources": [(r.name, r.lane, r.kind, r.size, r.sha256) for r in task.resources],
+        "values": {r.name: r.value for r in task.resources},
+        "files": {r.name: sorted(path for _, path in r.files) for r in task.resources if r.files},
+    }
+
+
+def varied_rows() -> list[dict]:
+    """Rows of several shapes: plain, with assets, with nested public JSON and unicode, and
+    with a hidden file reference (unknown families: no verifier, every eval key hidden)."""
+    with_assets = mc_row("assets-row")
+    with_assets["assets"] = [{"path": "table.csv"}, {"path": "docs", "mount": "reference"}]
+    nested = mc_row("nested-row", family="custom")  # an unknown family takes any input
+    nested["input"]["context"] = {"z": [1, 2.5, None, True], "a": {"ünï": "código ✓"}}
+    nested["metadata"] = {"source": "here", "z-last": 1, "a-first": 2}
+    nested["environment"] = {"timeout_seconds": 30}
+    file_ref = {
+        "id": "file-ref-row",
+        "family": "custom",
+        "input": {"prompt": "call the tool"},
+        "eval": {"expected": {"path": "expected.json"}},
+    }
+    return [
+        *(mc_row(f"q{index}", answer="ABC"[index % 3]) for index in range(5)),
+        with_assets,
+        nested,
+        file_ref,
+        *(mc_row(f"r{index}") for index in range(4)),
+    ]
+
+
+def test_tasks_stored_in_batches_are_exactly_the_compiled_tasks(make_pack, monkeypatch):
+    # Batches of 2 make every batch boundary fall somewhere in this small pack.
+    monkeypatch.setattr(services, "TASK_BATCH", 2)
+    folder = make_pack(
+        {"id": "batched", "version": 1, "defaults": {"environment": {"image": "python:3.12"}}},
+        varied_rows(),
+        files={
+            "assets/table.csv": "a,b\n1,2\n",
+            "assets/docs/one.md": "one\n",
+            "assets/docs/two.md": "two\n",
+            "hidden/expected.json": "{}\n",
+        },
+    )
+    compiled = compile_pack(folder)
+
+    cv = pack_import_folder(folder=folder).contract_version
+
+    tasks = list(cv.tasks.order_by("position"))
+    assert [t.position for t in tasks] == list(range(len(compiled.tasks)))
+    assert [stored_task(t) for t in tasks] == [compiled_task(t) for t in compiled.tasks]
+    assert cv.digest == compiled.digest and cv.task_count == len(compiled.tasks)
+    assert cv.compile_report == compiled.report
+    assert cv.lane_counts == compiled.report["lane_counts"]
+
+
+def test_a_bad_row_after_many_good_batches_stores_nothing(make_pack, monkeypatch):
+    monkeypatch.setattr(services, "TASK_BATCH", 2)
+    rows = [mc_row(f"q{index}") for index in range(7)]
+    rows.append({"id": "late", "family": "multiple_choice", "input": {"question": "?"}})
+    folder = make_pack({"id": "demo", "version": 1}, rows)
+
+    with pytest.raises(UploadRejected) as rejected:
+        import_path(folder)
+
+    problems = {(p.file, p.line, p.field) for p in rejected.value.problems}
+    assert problems == {("tasks.jsonl", 8, "input.choices"), ("tasks.jsonl", 8, "eval.answer")}
+    assert not Pack.objects.exists() and not Task.objects.exists()
+    assert not Resource.objects.exists() and not SealedValue.objects.exists()

@@ -2,15 +2,19 @@
 
 ``compile_pack(path)`` turns a pack directory (manifest.yaml, tasks.jsonl, asset roots) into a
 ``CompiledPack`` whose resources are split by visibility lane, or raises ``PackError`` listing
-every problem with its file, line and field.
+every problem with its file, line and field. ``open_pack(path)`` is the same compile as a
+stream of tasks, for packs too large to hold compiled in memory.
 """
 
 from packs.compiler.compile import (
     CompiledPack,
     CompiledTask,
+    CompileSummary,
+    PackCompilation,
     agent_task_json,
     compile_pack,
     compiled_task_lanes,
+    open_pack,
 )
 from packs.compiler.errors import PackError, Problem
 from packs.compiler.limits import CompileLimits
@@ -23,11 +27,14 @@ __all__ = [
     "CompiledPack",
     "CompiledResource",
     "CompiledTask",
+    "CompileSummary",
     "Manifest",
     "PackError",
+    "PackCompilation",
     "PackFileEntry",
     "Problem",
     "agent_task_json",
     "compile_pack",
     "compiled_task_lanes",
+    "open_pack",
 ]

@@ -2,6 +2,11 @@
 
 Order matters: the manifest first (rows need its defaults and roots), then the two asset
 trees (rows point into them), then the rows, streamed into the digest as they are read.
+
+``open_pack`` is the streaming form for large packs: it yields each compiled task as its row
+is read, so a caller can write tasks somewhere in batches instead of holding all of them;
+``PackCompilation.finish`` then raises ``PackError`` if any row (or anything else) was bad,
+so the caller must treat what it wrote as provisional until ``finish`` returns.
 """
 
 from __future__ import annotations
@@ -9,6 +14,7 @@ from __future__ import annotations
 import copy
 import json
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,6 +58,15 @@ class CompiledPack:
     report: dict[str, Any]
 
 
+@dataclass(frozen=True)
+class CompileSummary:
+    """What is known once every row has been read without a problem."""
+
+    digest: str  # hex sha256 of manifest, rows and files
+    report: dict[str, Any]
+    task_count: int
+
+
 def agent_task_json(payload: dict[str, Any]) -> str:
     """The agent's task.json, byte-compatible with upstream harnesses."""
     return json.dumps(payload, indent=2, sort_keys=True, ensure_ascii=False) + "\n"
@@ -64,31 +79,104 @@ def compile_pack(
     manifest_name: str = "manifest.yaml",
     tasks_name: str = "tasks.jsonl",
 ) -> CompiledPack:
+    compilation = open_pack(root, limits=limits, manifest_name=manifest_name, tasks_name=tasks_name)
+    tasks = list(compilation.tasks())
+    summary = compilation.finish()
+    return CompiledPack(
+        manifest=compilation.manifest,
+        tasks=tasks,
+        files=compilation.files,
+        digest=summary.digest,
+        report=summary.report,
+    )
+
+
+def open_pack(
+    root: Path,
+    *,
+    limits: CompileLimits = CompileLimits(),  # noqa: B008 - frozen, so one shared default is safe
+    manifest_name: str = "manifest.yaml",
+    tasks_name: str = "tasks.jsonl",
+) -> PackCompilation:
+    """Read the manifest and walk the asset roots (a bad manifest raises PackError here);
+    the rows are read by ``tasks()``."""
     root = Path(root).absolute()
     manifest = load_manifest(root, manifest_name, limits)
-    log = ProblemLog(limits.max_problems)
-    trees = PackTrees(
-        public=walk_root(root, "public", manifest.public_root, log),
-        eval=walk_root(root, "eval", manifest.eval_root, log),
-    )
-    digest = PackDigest(manifest.canonical)
-    tasks = _compile_rows(root, tasks_name, manifest, trees, limits, log, digest)
-    if not tasks and not log.problems:
-        log.add(Problem(tasks_name, None, None, "has no task rows; a pack needs at least one"))
-    log.raise_if_any()
-    files = {
-        (tree.name, path): entry
-        for tree in (trees.public, trees.eval)
-        for path, entry in sorted(tree.files.items())
-    }
-    skip = {manifest_name, tasks_name, manifest.public_root, manifest.eval_root}
-    return CompiledPack(
-        manifest=manifest,
-        tasks=tasks,
-        files=files,
-        digest=digest.finish((root_name, path, e.sha256) for (root_name, path), e in files.items()),
-        report=_report(tasks, files, ignored_files(root, skip)),
-    )
+    return PackCompilation(root, manifest, limits, manifest_name, tasks_name)
+
+
+class PackCompilation:
+    """One pass over a pack's rows: ``tasks()`` once, to the end, then ``finish()``."""
+
+    def __init__(
+        self,
+        root: Path,
+        manifest: Manifest,
+        limits: CompileLimits,
+        manifest_name: str,
+        tasks_name: str,
+    ) -> None:
+        self.root = root
+        self.manifest = manifest
+        self.limits = limits
+        self.manifest_name = manifest_name
+        self.tasks_name = tasks_name
+        self.log = ProblemLog(limits.max_problems)
+        self.trees = PackTrees(
+            public=walk_root(root, "public", manifest.public_root, self.log),
+            eval=walk_root(root, "eval", manifest.eval_root, self.log),
+        )
+        self.files: dict[tuple[str, str], PackFileEntry] = {
+            (tree.name, path): entry
+            for tree in (self.trees.public, self.trees.eval)
+            for path, entry in sorted(tree.files.items())
+        }
+        self._digest = PackDigest(manifest.canonical)
+        self._counts = _ReportCounts()
+        self._read = False
+
+    @property
+    def failed(self) -> bool:
+        """True once any problem is known: finish() will raise, so nothing need be kept."""
+        return bool(self.log.problems)
+
+    def tasks(self) -> Iterator[CompiledTask]:
+        """Every valid task in row order. Bad rows are logged, not raised (so one upload
+        names many problems), unless a limit stops reading with PackError."""
+        if self._read:
+            raise RuntimeError("the rows of a PackCompilation are read once")
+        self._read = True
+        for task in _compile_rows(
+            self.root,
+            self.tasks_name,
+            self.manifest,
+            self.trees,
+            self.limits,
+            self.log,
+            self._digest,
+        ):
+            self._counts.add(task)
+            yield task
+
+    def finish(self) -> CompileSummary:
+        """The digest and report, or PackError naming every problem found."""
+        if not self._read:
+            raise RuntimeError("finish() comes after reading every task")
+        if not self._counts.tasks and not self.log.problems:
+            self.log.add(
+                Problem(self.tasks_name, None, None, "has no task rows; a pack needs at least one")
+            )
+        self.log.raise_if_any()
+        manifest = self.manifest
+        skip = {self.manifest_name, self.tasks_name, manifest.public_root, manifest.eval_root}
+        files = self.files
+        return CompileSummary(
+            digest=self._digest.finish(
+                (root_name, path, e.sha256) for (root_name, path), e in files.items()
+            ),
+            report=self._counts.report(files, ignored_files(self.root, skip)),
+            task_count=self._counts.tasks,
+        )
 
 
 def _compile_rows(
@@ -99,25 +187,26 @@ def _compile_rows(
     limits: CompileLimits,
     log: ProblemLog,
     digest: PackDigest,
-) -> list[CompiledTask]:
-    tasks: list[CompiledTask] = []
+) -> Iterator[CompiledTask]:
+    position = 0
     first_line: dict[str, int] = {}  # task id -> line it first appeared on
     for line, data, row_json in read_rows(root / tasks_name, tasks_name, limits, log):
         digest.add_row(row_json)
         row, problems = check_row(line, data, manifest.default_family)
-        context = _context(data, manifest.default_family)
         if row is not None and row.id in first_line:
             problems.append(
                 ("id", f"duplicate task id '{row.id}': already used on line {first_line[row.id]}")
             )
         elif row is not None:
             first_line[row.id] = line
-            task, problems = _compile_row(row, len(tasks), manifest, trees)
+            task, problems = _compile_row(row, position, manifest, trees)
             if task is not None:
-                tasks.append(task)
-        for field, message in problems:
-            log.add(Problem(tasks_name, line, field, message + context))
-    return tasks
+                position += 1
+                yield task
+        if problems:
+            context = _context(data, manifest.default_family)
+            for field, message in problems:
+                log.add(Problem(tasks_name, line, field, message + context))
 
 
 def _compile_row(
@@ -161,25 +250,40 @@ def _context(data: dict[str, Any], default_family: str | None) -> str:
     return f" ({shown}, {family})" if isinstance(family, str) and family else f" ({shown})"
 
 
-def _report(
-    tasks: list[CompiledTask], files: dict[tuple[str, str], PackFileEntry], ignored: list[str]
-) -> dict[str, Any]:
-    families = Counter(task.family for task in tasks)
-    lanes: Counter[str] = Counter({lane: 0 for lane in LANES})
-    resource_lanes: dict[str, Counter[str]] = {}
-    for task in tasks:
+class _ReportCounts:
+    """The report's per-task tallies, kept as tasks stream past."""
+
+    def __init__(self) -> None:
+        self.tasks = 0
+        self.families: Counter[str] = Counter()
+        # (resource name, lane) -> resources; a flat dict, as this runs for every resource.
+        self.name_lanes: dict[tuple[str, str], int] = {}
+
+    def add(self, task: CompiledTask) -> None:
+        self.tasks += 1
+        self.families[task.family] += 1
+        counts = self.name_lanes
         for resource in task.resources:
-            lanes[resource.lane] += 1
-            resource_lanes.setdefault(resource.name, Counter())[resource.lane] += 1
-    return {
-        "family_counts": dict(sorted(families.items())),
-        "lane_counts": {lane: lanes[lane] for lane in LANES},
-        "resource_lanes": {name: dict(counts) for name, counts in sorted(resource_lanes.items())},
-        "warnings": _family_warnings(families),
-        "ignored_files": ignored,
-        "file_count": len(files),
-        "file_bytes": sum(entry.size for entry in files.values()),
-    }
+            key = (resource.name, resource.lane)
+            counts[key] = counts.get(key, 0) + 1
+
+    def report(
+        self, files: dict[tuple[str, str], PackFileEntry], ignored: list[str]
+    ) -> dict[str, Any]:
+        lanes = dict.fromkeys(LANES, 0)
+        resource_lanes: dict[str, dict[str, int]] = {}
+        for (name, lane), count in self.name_lanes.items():
+            lanes[lane] += count
+            resource_lanes.setdefault(name, {})[lane] = count
+        return {
+            "family_counts": dict(sorted(self.families.items())),
+            "lane_counts": lanes,
+            "resource_lanes": dict(sorted(resource_lanes.items())),
+            "warnings": _family_warnings(self.families),
+            "ignored_files": ignored,
+            "file_count": len(files),
+            "file_bytes": sum(entry.size for entry in files.values()),
+        }
 
 
 def _family_warnings(families: Counter[str]) -> list[str]:
