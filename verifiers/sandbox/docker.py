@@ -13,7 +13,12 @@ as uid 65534 into it:
 3. after the command exits: ``kill -9 -1`` as 65534 until nothing of that uid is left (the
    keeper runs as another uid, so it survives and the tmpfs stays mounted);
 4. collect: ``tar -c --no-recursion`` of the requested paths; the tar is walked here and
-   only regular files are accepted (symlinks and anything else → ``refused``).
+   only regular files are accepted (symlinks and anything else → ``refused``);
+5. removal (``rm -f``: kill, wait, delete). With nothing to collect it starts on the pump
+   thread as soon as the command's streams end, so it overlaps the caller's other work;
+   ``finish()`` still returns only once it is done (A28).
+
+Containers orphaned by a SIGKILLed worker are for ``remove_stale_containers`` (a janitor).
 
 Why not ``put_archive``/``get_archive``: with a read-only root the daemon refuses to
 extract ("container rootfs is marked read-only"), and on Docker 20.10 the archive API does
@@ -330,6 +335,11 @@ class DockerProcess(SandboxProcess):
         self._stderr_cap = OutputCapture(self.limits.output_bytes)
         self._threads: list[threading.Thread] = []
         self._container: Any = None
+        self._removed = False
+        self._remove_lock = threading.Lock()
+        # Set once the command's output streams end (pump done), before any early teardown.
+        self._eof = threading.Event()
+        self._ended: _Ended | None = None
         self._image_files: tempfile.SpooledTemporaryFile[bytes] | None = None
         self._started = time.monotonic()
         self.image, notes = resolve_image(client, spec.image)
@@ -503,10 +513,32 @@ class DockerProcess(SandboxProcess):
         self._threads.append(thread)
 
     def _pump(self, on_stdout: Any) -> None:
-        self._cmd.pump(on_stdout, self._capture(self._stderr_cap))
-        if self._stdout_pipe_w is not None:
-            os.close(self._stdout_pipe_w)
-            self._stdout_pipe_w = None
+        try:
+            self._cmd.pump(on_stdout, self._capture(self._stderr_cap))
+            if self._stdout_pipe_w is not None:
+                os.close(self._stdout_pipe_w)
+                self._stdout_pipe_w = None
+        finally:
+            self._eof.set()
+        if not self.spec.collect:
+            self._end_early()
+
+    def _end_early(self) -> None:
+        """Read what finish() reports, then remove the container, as soon as the command ends.
+
+        With nothing to collect no further exec is needed, so the teardown (mostly the
+        engine's kill-and-wait) overlaps whatever the caller does meanwhile (e.g. finishing
+        the other sandbox of a verification) instead of running inside finish(). finish()
+        still waits for it: nothing of the run outlives the result (A28).
+        """
+        try:
+            killed = self._killed.is_set()
+            exit_code = None if killed else self._cmd.exit_code()
+            self._ended = _Ended(killed, exit_code, self._oom_happened(exit_code, killed))
+        except Exception as exc:  # noqa: BLE001 - finish() falls back to its own path
+            self._notes.append(f"early teardown skipped: {exc}")
+            return
+        self._remove()
 
     def _to_pipe(self, data: bytes) -> None:
         """Behave like a pipe: block while the caller is not reading, until a kill."""
@@ -539,7 +571,8 @@ class DockerProcess(SandboxProcess):
 
     def _watch(self) -> None:
         deadline = self._started + self.limits.wall_seconds
-        while self._pump_thread.is_alive() and not self._killed.is_set():
+        # Not the pump thread's liveness: it goes on with the teardown after the command.
+        while not self._eof.is_set() and not self._killed.is_set():
             if time.monotonic() >= deadline:
                 self._timed_out = True
                 self._kill()
@@ -567,21 +600,26 @@ class DockerProcess(SandboxProcess):
             return self._finished
 
     def _finish(self, timeout: float | None) -> SandboxResult:
-        pump = self._pump_thread
         wall_left = self._started + self.limits.wall_seconds - time.monotonic()
         wait_for = wall_left + KILL_GRACE if timeout is None else min(timeout, wall_left)
-        pump.join(max(wait_for, 0.0))
-        if pump.is_alive():
+        if not self._eof.wait(max(wait_for, 0.0)):
             if timeout is not None and timeout < wall_left:
                 self._notes.append(f"killed by finish(timeout={timeout})")
             else:
                 self._timed_out = True
             self._kill()
-            pump.join(KILL_GRACE)
-        killed = self._killed.is_set()
-        exit_code = None if killed else self._cmd.exit_code()
+            self._eof.wait(KILL_GRACE)
+        if self._eof.is_set():
+            # The early teardown's API calls are bounded by the client's timeout.
+            self._pump_thread.join()
+        ended = self._ended
+        if ended is None:  # collecting, or the pump is stuck: the container is still there
+            killed = self._killed.is_set()
+            exit_code = None if killed else self._cmd.exit_code()
+            oom = self._oom_happened(exit_code, killed)
+        else:
+            killed, exit_code, oom = ended.killed, ended.exit_code, ended.oom
         self._cmd.close()
-        oom = self._oom_happened(exit_code, killed)
         collected: dict[str, bytes] = {}
         refused: list[str] = []
         if self.spec.collect and not killed:
@@ -679,20 +717,64 @@ class DockerProcess(SandboxProcess):
         return collected, refused
 
     def _remove(self) -> None:
-        if self._image_files is not None:
-            self._image_files.close()
-        if self._container is None:
-            return
-        self._killed.set()  # a pump blocked on the caller's stdout pipe gives up
-        try:
-            self._container.remove(force=True)
-        except Exception as exc:  # noqa: BLE001
-            self._notes.append(f"container removal failed: {exc}")
+        """Remove the container (kill and wait included) once, from whichever thread first."""
+        with self._remove_lock:
+            if self._removed:
+                return
+            self._removed = True
+            if self._image_files is not None:
+                self._image_files.close()
+            if self._container is None:
+                return
+            if not self._eof.is_set():
+                self._killed.set()  # a pump blocked on the caller's stdout pipe gives up
+            try:
+                self._container.remove(force=True)
+            except Exception as exc:  # noqa: BLE001
+                self._notes.append(f"container removal failed: {exc}")
+
+
+@dataclass(frozen=True)
+class _Ended:
+    """What finish() needs from a container removed right after its command ended."""
+
+    killed: bool
+    exit_code: int | None
+    oom: bool
 
 
 def _safe_relpath(rel: str) -> bool:
     parts = rel.split("/")
     return bool(rel) and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
+
+
+def remove_stale_containers(
+    client: Any,
+    older_than_seconds: float,
+    *,
+    labels: dict[str, str] | None = None,
+    now: float | None = None,
+) -> list[str]:
+    """Force-remove our sandbox containers created more than ``older_than_seconds`` ago.
+
+    A worker killed by SIGKILL (or a host crash) never reaches ``finish()``, and the keeper
+    (``sleep infinity``) keeps its container running forever. Pass the task's hard time
+    limit: no live run is older than that, so only orphans go. Only containers with our
+    label (and every one of ``labels``) are considered. Returns the ids removed.
+    """
+    filters = [f"{LABEL}=1", *(f"{key}={value}" for key, value in (labels or {}).items())]
+    cutoff = (time.time() if now is None else now) - older_than_seconds
+    removed: list[str] = []
+    for entry in client.api.containers(all=True, filters={"label": filters}):
+        # The list endpoint's Created is epoch seconds from the engine (same host clock).
+        if int(entry.get("Created", 0)) > cutoff:
+            continue
+        try:
+            client.api.remove_container(entry["Id"], force=True)
+        except Exception:  # noqa: BLE001, S112 - gone meanwhile or being removed: nothing to do
+            continue
+        removed.append(entry["Id"])
+    return removed
 
 
 class DockerSandbox(Sandbox):
@@ -709,4 +791,11 @@ class DockerSandbox(Sandbox):
         return DockerProcess(self.client, spec, interactive=True, labels=self.labels)
 
 
-__all__ = ["DockerProcess", "DockerSandbox", "ImageWorkdirSpec", "docker_client", "resolve_image"]
+__all__ = [
+    "DockerProcess",
+    "DockerSandbox",
+    "ImageWorkdirSpec",
+    "docker_client",
+    "remove_stale_containers",
+    "resolve_image",
+]
