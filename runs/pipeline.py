@@ -458,3 +458,34 @@ def _lost_message_results(now: datetime) -> Any:
         )
         .values("pk")
     )
+
+
+# --- orphaned sandboxes -----------------------------------------------------------------------
+
+
+# Older than any live verification can be: the sandbox task's hard limit plus a margin.
+def _sandbox_age_limit() -> float:
+    return float(settings.SECUREBENCH_SANDBOX_TASK_SECONDS + 180)
+
+
+def stale_sandboxes_remove(
+    *, now: float | None = None, labels: dict[str, str] | None = None
+) -> list[str]:
+    """Remove Docker sandboxes left running by a worker that died mid-verification.
+
+    A SIGKILLed worker never tears its containers down, and their keeper process would run
+    forever; the lease brings the result back, this brings the engine's resources back. No
+    engine (or a bubblewrap-only site): nothing to do.
+    """
+    if (os.environ.get("SECUREBENCH_SANDBOX") or "auto").strip().lower() == "bwrap":
+        return []
+    from verifiers.sandbox.docker import docker_client, remove_stale_containers  # noqa: PLC0415
+
+    try:
+        client = docker_client(timeout=5)
+    except SandboxUnavailable:
+        return []
+    removed = remove_stale_containers(client, _sandbox_age_limit(), labels=labels, now=now)
+    if removed:
+        logger.warning("removed %d orphaned sandbox container(s)", len(removed))
+    return removed

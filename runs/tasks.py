@@ -48,3 +48,8 @@ def reap_leases() -> dict[str, int]:
         "exhausted": report.exhausted,
         "redispatched": report.redispatched,
     }
+
+
+@shared_task(ignore_result=True, time_limit=TEXT_HARD_LIMIT)
+def remove_stale_sandboxes() -> int:
+    return len(pipeline.stale_sandboxes_remove())

@@ -305,6 +305,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "runs.tasks.reap_leases",
         "schedule": float(SECUREBENCH_REAPER_SECONDS),
     },
+    # Docker containers of workers that died mid-verification (runs.pipeline).
+    "remove-stale-sandboxes": {
+        "task": "runs.tasks.remove_stale_sandboxes",
+        "schedule": 600.0,
+    },
 }
 
 # --- REST framework ------------------------------------------------------------------------

@@ -182,3 +182,22 @@ def test_the_janitor_removes_only_our_containers_older_than_the_limit(engine: En
         assert [c.id for c in engine.ours()] == [foreign.id]
     finally:
         foreign.remove(force=True)
+
+
+def test_the_workers_beat_removes_sandboxes_of_a_dead_worker(engine: Engine, settings) -> None:
+    """The periodic task every worker's beat runs: a sandbox older than any live verification
+    can be (the sandbox task's hard limit) is an orphan and goes; a fresh one stays."""
+    from runs.pipeline import stale_sandboxes_remove  # noqa: PLC0415
+    from verifiers.sandbox.docker import LABEL  # noqa: PLC0415
+
+    orphan = _keeper(engine, {**engine.labels, LABEL: "1"})
+    orphan.start()
+    limit = settings.SECUREBENCH_SANDBOX_TASK_SECONDS
+
+    assert stale_sandboxes_remove(labels=engine.labels) == []
+    assert stale_sandboxes_remove(now=time.time() + limit + 3600, labels=engine.labels) == [
+        orphan.id
+    ]
+    assert engine.ours() == []
+    schedule = settings.CELERY_BEAT_SCHEDULE.values()
+    assert "runs.tasks.remove_stale_sandboxes" in {entry["task"] for entry in schedule}

@@ -15,8 +15,9 @@ from verifiers.oracle import null_candidate, oracle_candidate
 from verifiers.scoring import VerifierSettings, verify
 from verifiers.task import TaskLanes
 
-# Two cores: two verifications at a time keeps both busy.
-PARALLEL = 2
+# Two cores: two bubblewrap verifications at a time keep both busy. A Docker verification
+# mostly waits on the engine (container start and removal), so more overlap pays there.
+PARALLEL = {"bwrap": 2, "docker": 6}
 
 
 def pack_lanes(pack: CompiledPack) -> list[TaskLanes]:
@@ -34,7 +35,7 @@ def verify_all(tasks, make_candidate, sandbox) -> dict[str, object]:
     settings = VerifierSettings(sandbox=sandbox)
     work = [(task, make_candidate(task)) for task in tasks]
     work = [(task, candidate) for task, candidate in work if candidate is not None]
-    with ThreadPoolExecutor(PARALLEL) as pool:
+    with ThreadPoolExecutor(PARALLEL.get(sandbox.name, 2)) as pool:
         verdicts = pool.map(lambda item: verify(item[0], item[1], settings), work)
         return {task.task_id: verdict for (task, _), verdict in zip(work, verdicts, strict=True)}
 
@@ -75,16 +76,19 @@ def test_all_164_humaneval_problems_pass_with_their_canonical_solutions(humaneva
     assert_all(verdicts, "passed")
 
 
-def test_all_164_humaneval_problems_fail_with_a_stub_returning_none(humaneval, sandbox):
+def test_humaneval_problems_fail_with_a_stub_returning_none(humaneval, sandbox):
+    """All 164 on bubblewrap; on Docker every 8th problem: the canonical-solution test above
+    already runs all 164 in the image, and the stub's failures do not depend on it."""
     from verifiers.task import Candidate
 
     def stub(task: TaskLanes) -> Candidate:
         entry = task.metadata["entry_point"]
         return Candidate.of_code(f"def {entry}(*args, **kwargs):\n    return None\n")
 
-    verdicts = verify_all(humaneval, stub, sandbox)
+    tasks = humaneval if sandbox.name == "bwrap" else humaneval[::8]
+    verdicts = verify_all(tasks, stub, sandbox)
 
-    assert len(verdicts) == 164
+    assert len(verdicts) == len(tasks) >= 21
     assert_all(verdicts, "failed")
 
 
