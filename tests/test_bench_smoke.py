@@ -1,0 +1,33 @@
+"""`make bench` keeps working: every benchmark runs in its tiny smoke mode and reports every
+figure it promises. Nothing here times anything; figures come from `make bench` alone."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from bench.common import REPO_ROOT
+from bench.run_all import MODULES
+
+
+def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
+    output = tmp_path / "figures.json"
+
+    finished = subprocess.run(
+        [sys.executable, "-m", "bench.run_all", "--smoke", "--json", str(output)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+
+    assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-4000:]
+    report = json.loads(output.read_text())
+    workloads = {figure["workload"].split()[0] for figure in report["figures"]}
+    assert workloads == {"1", "2", "3", "4", "5", "6"}
+    assert all(figure["value"] >= 0 for figure in report["figures"])
+    assert report["machine"]["cores"]
+    assert "## Figures" in finished.stdout
+    assert len(MODULES) == 6
