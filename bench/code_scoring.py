@@ -14,7 +14,6 @@ Every verdict must pass; each figure is the median over the repetitions (one for
 
 from __future__ import annotations
 
-import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -22,7 +21,16 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
-from bench.common import Figure, at_most, django_setup, humaneval_anchor, main, median, p95
+from bench.common import (
+    Figure,
+    at_most,
+    django_setup,
+    docker_sandbox,
+    humaneval_anchor,
+    main,
+    median,
+    p95,
+)
 
 WORKLOAD = "3 code scoring"
 TARGET_RATIO = 1.5
@@ -87,17 +95,7 @@ def _repeat_pack(
 
 
 def _docker_sandbox() -> Any:
-    from verifiers.sandbox.docker import (  # noqa: PLC0415
-        DEFAULT_LOCAL_IMAGE,
-        DockerSandbox,
-        docker_client,
-        resolve_image,
-    )
-
-    os.environ.setdefault("SECUREBENCH_DEFAULT_IMAGE", DEFAULT_LOCAL_IMAGE)
-    client = docker_client(timeout=5.0)
-    resolve_image(client, None)  # the image must be present locally (never pulled)
-    return DockerSandbox(client, labels={"securebench.bench": "code_scoring"})
+    return docker_sandbox("code_scoring")
 
 
 def run(*, smoke: bool) -> list[Figure]:

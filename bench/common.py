@@ -24,6 +24,7 @@ import zipfile
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
+from typing import Any
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
@@ -284,3 +285,19 @@ def humaneval_anchor(times: int, *, problems: int | None = None) -> list[float]:
             raise RuntimeError(f"the anchor did not pass every canonical solution: {scores}")
 
     return repeat(once, times)
+
+
+def docker_sandbox(benchmark: str) -> Any:
+    """A Docker sandbox on the local image (never pulled), its containers labelled with the
+    benchmark's name; raises ``SandboxUnavailable`` when no engine or image is there."""
+    from verifiers.sandbox.docker import (  # noqa: PLC0415 - Docker is optional
+        DEFAULT_LOCAL_IMAGE,
+        DockerSandbox,
+        docker_client,
+        resolve_image,
+    )
+
+    os.environ.setdefault("SECUREBENCH_DEFAULT_IMAGE", DEFAULT_LOCAL_IMAGE)
+    client = docker_client(timeout=5.0)
+    resolve_image(client, None)
+    return DockerSandbox(client, labels={"securebench.bench": benchmark})

@@ -8,12 +8,11 @@ are skipped with a printed reason when no engine answers.
 
 from __future__ import annotations
 
-import os
 import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import REPO_ROOT, Figure, main, median, p95, repeat
+from bench.common import REPO_ROOT, Figure, docker_sandbox, main, median, p95, repeat
 
 WORKLOAD = "4 sandbox floor"
 COMMAND = ["python3", "-c", "pass"]
@@ -68,20 +67,10 @@ def run(*, smoke: bool) -> list[Figure]:
     figures += _figures("bwrap", repeat(bwrap, runs), bare)
 
     try:
-        from verifiers.sandbox.docker import (  # noqa: PLC0415
-            DEFAULT_LOCAL_IMAGE,
-            DockerSandbox,
-            docker_client,
-            resolve_image,
-        )
-
-        os.environ.setdefault("SECUREBENCH_DEFAULT_IMAGE", DEFAULT_LOCAL_IMAGE)
-        client = docker_client(timeout=5.0)
-        resolve_image(client, None)
+        docker = _sandboxed(docker_sandbox("sandbox_floor"))
     except SandboxUnavailable as exc:
         print(f"Docker rows skipped: {exc}")
         return figures
-    docker = _sandboxed(DockerSandbox(client, labels={"securebench.bench": "sandbox_floor"}))
     docker()
     figures += _figures("docker", repeat(docker, max(3, runs // 4)), bare)
     return figures
