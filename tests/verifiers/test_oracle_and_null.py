@@ -69,26 +69,32 @@ def test_every_reference_passes_and_every_empty_candidate_fails(folder, sandbox)
     assert len(null) == len(verifiable)
 
 
-def test_all_164_humaneval_problems_pass_with_their_canonical_solutions(humaneval, sandbox):
-    verdicts = verify_all(humaneval, oracle_candidate, sandbox)
+def humaneval_share(humaneval: list[TaskLanes], sandbox) -> list[TaskLanes]:
+    """All 164 problems on bubblewrap; every 4th on Docker, whose image runs the same Debian
+    Python as the host (a full Docker pass costs over a minute of CI for no new coverage)."""
+    return humaneval if sandbox.name == "bwrap" else humaneval[::4]
 
-    assert len(verdicts) == 164
+
+def test_humaneval_problems_pass_with_their_canonical_solutions(humaneval, sandbox):
+    tasks = humaneval_share(humaneval, sandbox)
+    verdicts = verify_all(tasks, oracle_candidate, sandbox)
+
+    assert len(verdicts) == len(tasks) >= 41
     assert_all(verdicts, "passed")
 
 
 def test_humaneval_problems_fail_with_a_stub_returning_none(humaneval, sandbox):
-    """All 164 on bubblewrap; on Docker every 8th problem: the canonical-solution test above
-    already runs all 164 in the image, and the stub's failures do not depend on it."""
+    """All 164 on bubblewrap, every 4th on Docker (see humaneval_share)."""
     from verifiers.task import Candidate
 
     def stub(task: TaskLanes) -> Candidate:
         entry = task.metadata["entry_point"]
         return Candidate.of_code(f"def {entry}(*args, **kwargs):\n    return None\n")
 
-    tasks = humaneval if sandbox.name == "bwrap" else humaneval[::8]
+    tasks = humaneval_share(humaneval, sandbox)
     verdicts = verify_all(tasks, stub, sandbox)
 
-    assert len(verdicts) == len(tasks) >= 21
+    assert len(verdicts) == len(tasks) >= 41
     assert_all(verdicts, "failed")
 
 
