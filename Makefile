@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench worker lint format venv system-run system-test clean-data
+.PHONY: run test bench mutation worker lint format venv system-run system-test clean-data
 
 run: venv system-run
 	@set -e; export DEBUG=$${DEBUG:-1}; \
@@ -34,6 +34,12 @@ test: venv system-test
 # bench/RESULTS.md. BENCH_ARGS=--smoke runs them tiny (a check that they work, not figures).
 bench: venv system-run
 	$(VPY) -m bench.run_all $(BENCH_ARGS)
+
+# Mutation proof of the defences (tests/mutation/): each catalogued mutant removes one defence
+# in a scratch copy and the tests it names must then fail; writes tests/mutation/REPORT.md.
+# MUTATION_ARGS=--fast runs the subset CI runs; --only ID... picks mutants.
+mutation: venv system-run
+	$(VPY) -m tests.mutation.run $(MUTATION_ARGS)
 
 lint: venv
 	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .

@@ -1,8 +1,9 @@
 """Privileged reads: one sealed value, or one sealed file, at a time.
 
-Only the audited debug-mode views in ``runs.privileged_views`` call these (after
-``runs.privileged.require_privileged``); no other view, partial, API or admin module may
-import this module (tests/security/test_sealed_reads.py checks it).
+Only ``runs.privileged.SealedReader`` calls these, after its privilege check and with an
+audit record per read. tests/security/test_sealed_reads.py proves it by mechanism: it
+records every statement on the sealed-value table and every open under the sealed file root
+while every page, partial and API endpoint is requested, and attributes each to its caller.
 """
 
 from __future__ import annotations

@@ -204,9 +204,13 @@ def worker_sandbox() -> Sandbox | None:
     global _worker_sandbox
     if _worker_sandbox is None:
         try:
-            _worker_sandbox = get_sandbox()
+            sandbox = get_sandbox()
         except SandboxUnavailable:
             return None  # verify() reports sandbox_unavailable, and the result is retried
+        if sandbox.name == "docker":
+            # The site's own labels, which the janitor's filter requires too.
+            sandbox.labels.update(settings.SECUREBENCH_SANDBOX_LABELS)
+        _worker_sandbox = sandbox
     return _worker_sandbox
 
 
@@ -463,11 +467,6 @@ def _lost_message_results(now: datetime) -> Any:
 # --- orphaned sandboxes -----------------------------------------------------------------------
 
 
-# Older than any live verification can be: the sandbox task's hard limit plus a margin.
-def _sandbox_age_limit() -> float:
-    return float(settings.SECUREBENCH_SANDBOX_TASK_SECONDS + 180)
-
-
 def stale_sandboxes_remove(
     *, now: float | None = None, labels: dict[str, str] | None = None
 ) -> list[str]:
@@ -485,7 +484,12 @@ def stale_sandboxes_remove(
         client = docker_client(timeout=5)
     except SandboxUnavailable:
         return []
-    removed = remove_stale_containers(client, _sandbox_age_limit(), labels=labels, now=now)
+    removed = remove_stale_containers(
+        client,
+        float(settings.SECUREBENCH_STALE_SANDBOX_SECONDS),
+        labels={**settings.SECUREBENCH_SANDBOX_LABELS, **(labels or {})},
+        now=now,
+    )
     if removed:
         logger.warning("removed %d orphaned sandbox container(s)", len(removed))
     return removed

@@ -1,4 +1,4 @@
-"""Debug mode and the audit trail: the only way to privileged information.
+"""Debug mode, the audit trail and the sealed reader: the only way to privileged information.
 
 A user who may see privileged information of at least one pack (packs.access) switches debug
 mode on for their session, with a reason; it ends after SECUREBENCH_DEBUG_MODE_MINUTES or
@@ -15,11 +15,13 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
+from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 
 from packs import access as pack_access
-from packs.models import Pack
+from packs import sealed
+from packs.models import ContractVersion, Pack, PackFile, Task
 from runs.models import AuditAction, AuditEvent
 
 SESSION_KEY = "securebench_debug_mode"
@@ -146,3 +148,59 @@ def client_ip(request: HttpRequest) -> str | None:
     # The direct peer only: a forwarded-for header is the client's to invent. Behind a proxy,
     # the proxy must set REMOTE_ADDR (e.g. gunicorn's --forwarded-allow-ips).
     return request.META.get("REMOTE_ADDR") or None
+
+
+class SealedReader:
+    """The one way a web request reaches sealed lanes (non-public values and eval-root files).
+
+    Opening a reader is the privilege check (``require_privileged`` for the version's pack);
+    every read records an ``AuditEvent`` before the value is returned. The evaluator's own
+    read in a worker (``packs.selectors.evaluator_lanes_for_tasks``) is the only other path;
+    tests/security/test_sealed_reads.py watches the sealed-value table and the sealed file
+    root while every page is rendered, and fails on any read outside these two.
+    """
+
+    def __init__(self, request: HttpRequest, contract_version: ContractVersion) -> None:
+        self.request = request
+        self.contract_version = contract_version
+        self.mode = require_privileged(request, contract_version.pack)
+
+    def resource(self, task: Task, name: str) -> sealed.SealedResource:
+        found = sealed.sealed_resource(task, name)
+        self._audit(
+            AuditAction.VIEW_RESOURCE,
+            object_type="task",
+            object_id=task.pk,
+            task_id=task.task_id,
+            resource=found.name,
+        )
+        return found
+
+    def file_list(self) -> QuerySet[PackFile]:
+        self._audit(
+            AuditAction.LIST_FILES,
+            object_type="contract_version",
+            object_id=self.contract_version.pk,
+        )
+        return sealed.sealed_files(self.contract_version)
+
+    def file(self, path: str, *, task_id: str = "") -> sealed.SealedFileContent:
+        content = sealed.sealed_file(self.contract_version, path)
+        self._audit(
+            AuditAction.VIEW_FILE,
+            object_type="pack_file",
+            object_id=content.pack_file.pk,
+            task_id=task_id,
+            resource=content.pack_file.path,
+        )
+        return content
+
+    def _audit(self, action: str, **fields: Any) -> None:
+        audit(
+            self.request,
+            action,
+            mode=self.mode,
+            pack_id=self.contract_version.pack.pack_id,
+            version=self.contract_version.version,
+            **fields,
+        )

@@ -2,8 +2,9 @@
 
 Every panel answers one resource per request, asks ``privileged.require_privileged`` first
 (404 without the privilege for the pack, 403 with it while debug mode is off) and writes an
-``AuditEvent``. An htmx request gets the panel alone; a plain request (no JavaScript) gets it
-inside the site's frame.
+``AuditEvent``; sealed values and files come only through ``privileged.SealedReader``.
+An htmx request gets the panel alone; a plain request (no JavaScript) gets it inside the
+site's frame.
 """
 
 from __future__ import annotations
@@ -19,7 +20,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django.views.decorators.vary import vary_on_headers
 
 from packs import access as pack_access
-from packs import sealed
 from packs import selectors as pack_selectors
 from packs.models import ContractVersion, Pack
 from runs import access, privileged, rendering, selectors
@@ -92,20 +92,9 @@ def _version(pack_id: str, version: int) -> tuple[Pack, ContractVersion]:
 @require_GET
 def reveal_resource(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     pack, contract_version = _version(pack_id, version)
-    mode = privileged.require_privileged(request, pack)
+    reader = privileged.SealedReader(request, contract_version)
     task = pack_selectors.task_get(contract_version, request.GET.get("task", ""))
-    resource = sealed.sealed_resource(task, request.GET.get("name", ""))
-    privileged.audit(
-        request,
-        AuditAction.VIEW_RESOURCE,
-        mode=mode,
-        object_type="task",
-        object_id=task.pk,
-        pack_id=pack.pack_id,
-        version=contract_version.version,
-        task_id=task.task_id,
-        resource=resource.name,
-    )
+    resource = reader.resource(task, request.GET.get("name", ""))
     context = {
         "pack": pack,
         "cv": contract_version,
@@ -119,36 +108,16 @@ def reveal_resource(request: HttpRequest, pack_id: str, version: int) -> HttpRes
 @require_GET
 def sealed_file_list(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     pack, contract_version = _version(pack_id, version)
-    mode = privileged.require_privileged(request, pack)
-    privileged.audit(
-        request,
-        AuditAction.LIST_FILES,
-        mode=mode,
-        object_type="contract_version",
-        object_id=contract_version.pk,
-        pack_id=pack.pack_id,
-        version=contract_version.version,
-    )
-    context = {"pack": pack, "cv": contract_version, "files": sealed.sealed_files(contract_version)}
+    reader = privileged.SealedReader(request, contract_version)
+    context = {"pack": pack, "cv": contract_version, "files": reader.file_list()}
     return _panel(request, "runs/privileged/_file_list.html", context)
 
 
 @require_GET
 def reveal_file(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     pack, contract_version = _version(pack_id, version)
-    mode = privileged.require_privileged(request, pack)
-    content = sealed.sealed_file(contract_version, request.GET.get("path", ""))
-    privileged.audit(
-        request,
-        AuditAction.VIEW_FILE,
-        mode=mode,
-        object_type="pack_file",
-        object_id=content.pack_file.pk,
-        pack_id=pack.pack_id,
-        version=contract_version.version,
-        task_id=request.GET.get("task", ""),
-        resource=content.pack_file.path,
-    )
+    reader = privileged.SealedReader(request, contract_version)
+    content = reader.file(request.GET.get("path", ""), task_id=request.GET.get("task", ""))
     context = {
         "pack": pack,
         "cv": contract_version,

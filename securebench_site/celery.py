@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
+import logging
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 
 from securebench_site import broker  # noqa: F401 - registers the safe filesystem transport
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "securebench_site.settings")
+
+logger = logging.getLogger(__name__)
 
 app = Celery("securebench_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
@@ -23,3 +27,16 @@ def _prepare_filesystem_broker(sender: Celery, **kwargs: object) -> None:
         folder = options.get(key)
         if folder:
             os.makedirs(folder, exist_ok=True)
+
+
+@worker_init.connect
+def _stage_trusted_files(**kwargs: object) -> None:
+    # The files sandboxes mount are copied where the sandbox uid can read them (the checkout
+    # may be private); a failure here is logged, and each verification tries again.
+    from verifiers.sandbox import SandboxUnavailable  # noqa: PLC0415
+    from verifiers.trusted_files import stage_all  # noqa: PLC0415
+
+    try:
+        logger.info("trusted sandbox files staged in %s", stage_all())
+    except (SandboxUnavailable, OSError) as exc:
+        logger.error("could not stage the trusted sandbox files: %s", exc)

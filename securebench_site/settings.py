@@ -308,9 +308,21 @@ CELERY_BEAT_SCHEDULE = {
     # Docker containers of workers that died mid-verification (runs.pipeline).
     "remove-stale-sandboxes": {
         "task": "runs.tasks.remove_stale_sandboxes",
-        "schedule": 600.0,
+        "schedule": float(env_int("SECUREBENCH_STALE_SANDBOX_CHECK_SECONDS", 600)),
     },
 }
+# A Docker sandbox older than this is an orphan of a dead worker: no live verification runs
+# past the sandbox task's hard limit (runs.tasks), plus a margin. Lower it only together with
+# SECUREBENCH_SANDBOX_TASK_SECONDS, or the janitor removes live sandboxes.
+SECUREBENCH_STALE_SANDBOX_SECONDS = env_int(
+    "SECUREBENCH_STALE_SANDBOX_SECONDS", SECUREBENCH_SANDBOX_TASK_SECONDS + 60 + 120
+)
+# Extra labels ("key=value,…") on this site's Docker sandboxes; the janitor removes only
+# containers that carry them, so sites (or test runs) sharing one engine never touch each
+# other's sandboxes.
+SECUREBENCH_SANDBOX_LABELS = dict(
+    item.split("=", 1) for item in env_list("SECUREBENCH_SANDBOX_LABELS", []) if "=" in item
+)
 
 # --- REST framework ------------------------------------------------------------------------
 REST_FRAMEWORK = {

@@ -13,9 +13,19 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.components import (
+    LOCAL_IMAGE,
+    REFERENCE_PACKS,
+    probe_reference_packs,
+    require,
+    required_components,
+    stop_if_a_required_component_is_missing,
+)
+
 REPO_ROOT = Path(__file__).resolve().parents[1]
-REFERENCE_PACKS = REPO_ROOT.parent / "shared" / "reference-packs"
 EXAMPLES = REPO_ROOT / "examples"
+# Packs written for the test suite (security and verifier suites run on them first).
+TEST_PACKS = REPO_ROOT / "tests" / "packs"
 
 
 # Suites that never touch the database or the broker: CI's PostgreSQL + Redis pass skips them
@@ -31,6 +41,12 @@ DATABASE_INDEPENDENT_FILES = (
     # Benchmarks start their own sites on the embedded defaults, whatever the test run uses.
     "test_bench_smoke.py",
 )
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Every component CI requires is probed before anything is collected, so a missing one
+    cannot hide behind tests that were never collected."""
+    stop_if_a_required_component_is_missing(required_components())
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -90,8 +106,14 @@ def _uses_django(request: pytest.FixtureRequest) -> bool:
 
 @pytest.fixture
 def reference_packs() -> Path:
-    if not REFERENCE_PACKS.is_dir():
-        pytest.skip(f"reference packs not found at {REFERENCE_PACKS} (../shared is absent)")
+    return reference_packs_or_skip()
+
+
+def reference_packs_or_skip() -> Path:
+    """The reference packs folder; a skip (or, when required, a failure) without it."""
+    problem = probe_reference_packs()
+    if problem is not None:
+        require("reference-packs", problem)
     return REFERENCE_PACKS
 
 
@@ -150,8 +172,6 @@ def zip_folder(folder: Path, *, top: str | None = None) -> bytes:
 # --- real sandboxes ------------------------------------------------------------------------
 
 SANDBOX_BACKENDS = ("bwrap", "docker")
-# Built by ../shared/tools/local-docker.sh; pack images cannot be pulled on these machines.
-LOCAL_IMAGE = "securebench-local/python:3.11"
 
 
 def _docker_image_present(tag: str) -> bool:
@@ -164,19 +184,13 @@ def _docker_image_present(tag: str) -> bool:
 
 
 def sandbox_or_skip(backend: str):
-    """A real backend; skipped with the reason when absent, but a failure for Docker when CI
-    requires it (SECUREBENCH_REQUIRE_DOCKER=1)."""
+    """A real backend; skipped with the reason when absent, a failure when required."""
     from verifiers.sandbox import SandboxUnavailable, get_sandbox
 
-    required = backend == "docker" and os.environ.get("SECUREBENCH_REQUIRE_DOCKER") == "1"
     try:
         return get_sandbox(backend)
     except SandboxUnavailable as exc:
-        reason = f"{backend} sandbox unavailable: {exc}"
-        print(reason)
-        if required:
-            pytest.fail(f"{reason} (SECUREBENCH_REQUIRE_DOCKER=1)")
-        pytest.skip(reason)
+        require(backend, f"{backend} sandbox unavailable: {exc}")
 
 
 @pytest.fixture(scope="module", params=SANDBOX_BACKENDS)

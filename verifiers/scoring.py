@@ -22,10 +22,10 @@ from verifiers.families import (
     short_answer,
     terminal_task,
 )
+from verifiers.redaction import output_secrets
 from verifiers.sandbox import Sandbox, SandboxUnavailable
 from verifiers.task import Candidate, TaskLanes
 from verifiers.verdict import (
-    MIN_INPUT_SCRUB_LENGTH,
     Reason,
     Verdict,
     cap_text,
@@ -33,7 +33,6 @@ from verifiers.verdict import (
     failed,
     pending,
     scrub,
-    secret_strings,
 )
 
 logger = logging.getLogger(__name__)
@@ -115,14 +114,9 @@ def _dispatch(task: TaskLanes, candidate: Candidate, settings: VerifierSettings)
 
 def _finalised(verdict: Verdict, task: TaskLanes, elapsed: float) -> Verdict:
     """Last line of defence: no stored text may contain an exact hidden or input value."""
-    secrets = sorted(
-        {
-            *secret_strings(task.hidden.values()),
-            *secret_strings(task.evaluation_inputs.values(), MIN_INPUT_SCRUB_LENGTH),
-        },
-        key=len,
-        reverse=True,
-    )
+    # Sealed and not also public: an allow_paths entry naming a file the agent was shown
+    # stays readable (verifiers.redaction).
+    secrets = output_secrets(task)
     return replace(
         verdict,
         stdout=cap_text(scrub(verdict.stdout, secrets), STORED_OUTPUT_CHARS),

@@ -18,9 +18,11 @@ from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
+from verifiers.redaction import output_secrets
 from verifiers.sandbox.base import Mount, SandboxResult
 from verifiers.task import TaskFile, TaskLanes, WorkspaceFile
-from verifiers.verdict import Reason, cap_text, scrub, secret_strings
+from verifiers.trusted_files import staged
+from verifiers.verdict import Reason, cap_text, scrub
 
 MAX_WORKSPACE_FILES = 20_000
 MAX_WORKSPACE_BYTES = 1024 * 1024 * 1024
@@ -176,8 +178,9 @@ _PYTEST_MODULES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py"
 
 
 def runner_mounts() -> tuple[Mount, ...]:
+    # Staged copies: the checkout itself may be unreachable for the sandbox uid.
     here = Path(__file__).resolve().parent / "families"
-    return tuple(Mount(here / name, f"{RUNNER_DIR}/{name}") for name in _RUNNER_FILES)
+    return tuple(Mount(staged(here / name), f"{RUNNER_DIR}/{name}") for name in _RUNNER_FILES)
 
 
 def pylib_mounts() -> tuple[Mount, ...]:
@@ -188,7 +191,7 @@ def pylib_mounts() -> tuple[Mount, ...]:
             continue
         origin = Path(spec.origin)
         source = origin.parent if origin.name == "__init__.py" else origin
-        mounts.append(Mount(source, f"{PYLIB_DIR}/{source.name}"))
+        mounts.append(Mount(staged(source), f"{PYLIB_DIR}/{source.name}"))
     return tuple(mounts)
 
 
@@ -229,11 +232,9 @@ MIN_EVAL_SECRET_LENGTH = 12
 def log_secrets(task: TaskLanes) -> list[str]:
     """What to scrub from stored logs: every hidden string, and the longer evaluation-input
     strings (short ones such as "pytest" or "tests" would mangle every log line; the
-    verifier sandbox, where these logs come from, may see evaluation inputs anyway)."""
-    hidden = secret_strings(task.hidden.values())
-    inputs = secret_strings(task.evaluation_inputs.values())
-    long_inputs = [text for text in inputs if len(text) >= MIN_EVAL_SECRET_LENGTH]
-    return sorted({*hidden, *long_inputs}, key=len, reverse=True)
+    verifier sandbox, where these logs come from, may see evaluation inputs anyway), less
+    the strings the agent was shown too (verifiers.redaction)."""
+    return output_secrets(task, min_input_length=MIN_EVAL_SECRET_LENGTH)
 
 
 def sandbox_fields(result: SandboxResult, secrets_: Iterable[str] = ()) -> dict[str, Any]:

@@ -4,16 +4,16 @@ tests/e2e/screenshots/ (ignored by git)."""
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.site import SiteProcess, free_port
+from tests.components import chromium_path, probe_chromium, require
 
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
-CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+CHROMIUM = chromium_path()
 CHROMIUM_ARGS = [
     "--no-sandbox",
     "--disable-gpu",
@@ -23,7 +23,15 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-NO_CHROMIUM = "Debian's chromium is not installed (`make test` installs it)"
+
+
+@pytest.fixture(autouse=True)
+def chromium_or_skip() -> None:
+    """Every browser journey needs Chromium: a skip with the reason, or a failure when
+    SECUREBENCH_REQUIRE names chromium. Checked before the site starts."""
+    problem = probe_chromium()
+    if problem is not None:
+        require("chromium", problem)
 
 
 @pytest.fixture

@@ -3,12 +3,9 @@ listed, a request tried from the page, and not one CSP violation or outside requ
 
 from __future__ import annotations
 
-import pytest
 from drf_spectacular.generators import SchemaGenerator
 
-from tests.e2e.conftest import CHROMIUM, NO_CHROMIUM, SCREENSHOTS
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+from tests.e2e.conftest import SCREENSHOTS
 
 HTTP_METHODS = {"get", "post", "put", "patch", "delete"}
 

@@ -7,12 +7,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
-import pytest
-
 from tests.conftest import REPO_ROOT, TEST_PASSWORD
-from tests.e2e.conftest import CHROMIUM, NO_CHROMIUM, SCREENSHOTS, admin_password
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+from tests.e2e.conftest import SCREENSHOTS, admin_password
 
 TASK = "/packs/humaneval-mini/v1/tasks/humaneval-mini/0"
 CREATE_USERS = f"""

@@ -6,12 +6,8 @@ from __future__ import annotations
 
 import re
 
-import pytest
-
 from tests.conftest import zip_folder
-from tests.e2e.conftest import CHROMIUM, NO_CHROMIUM, SCREENSHOTS, admin_password
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+from tests.e2e.conftest import SCREENSHOTS, admin_password
 
 
 def test_a_newcomer_uploads_humaneval_mini_and_reads_what_the_agent_sees(

@@ -10,12 +10,8 @@ import json
 import re
 from pathlib import Path
 
-import pytest
-
 from tests.conftest import zip_folder
-from tests.e2e.conftest import CHROMIUM, NO_CHROMIUM, SCREENSHOTS, admin_password
-
-pytestmark = pytest.mark.skipif(CHROMIUM is None, reason=NO_CHROMIUM)
+from tests.e2e.conftest import SCREENSHOTS, admin_password
 
 PACK = "mmlu-abstract-algebra-mini"
 AGENT = "journey-agent"

@@ -16,6 +16,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -216,5 +217,53 @@ def wait_for(condition: Callable[[], bool], timeout: float, what: str) -> None:
 
 
 def bwrap_or_skip() -> None:
-    if shutil.which("bwrap") is None:
-        pytest.skip("bubblewrap is not installed (make test installs it)")
+    from tests.components import probe_bwrap, require  # noqa: PLC0415
+
+    problem = probe_bwrap()
+    if problem is not None:
+        require("bwrap", problem)
+
+
+# --- Docker sandboxes behind a worker -----------------------------------------------------------
+
+DOCKER_TEST_LABEL = "securebench.test-run"
+
+
+@dataclass
+class DockerRun:
+    """A worker environment whose Docker sandboxes carry a label of this test's own, so the
+    test sees (and its janitor removes) only its containers, whatever else the engine runs."""
+
+    client: Any
+    run_id: str
+    image: str
+
+    @property
+    def worker_env(self) -> dict[str, str]:
+        return {
+            "SECUREBENCH_SANDBOX": "docker",
+            "SECUREBENCH_DEFAULT_IMAGE": self.image,
+            "SECUREBENCH_SANDBOX_LABELS": f"{DOCKER_TEST_LABEL}={self.run_id}",
+        }
+
+    def containers(self, *, running_only: bool = False) -> list[Any]:
+        return self.client.containers.list(
+            all=not running_only, filters={"label": f"{DOCKER_TEST_LABEL}={self.run_id}"}
+        )
+
+
+@pytest.fixture
+def docker_run() -> Iterator[DockerRun]:
+    """Request it before ``workers``: its cleanup must come after the workers stopped."""
+    from tests.components import docker_image, probe_docker, require  # noqa: PLC0415
+
+    problem = probe_docker()
+    if problem is not None:
+        require("docker", problem)
+    from verifiers.sandbox.docker import docker_client  # noqa: PLC0415
+
+    run = DockerRun(docker_client(), f"pipeline-{uuid.uuid4().hex}", docker_image())
+    yield run
+    for container in run.containers():  # the machine stays clean even when a test fails
+        with contextlib.suppress(Exception):
+            container.remove(force=True)

@@ -20,6 +20,7 @@ from runs.bundle import ParsedBundle, parse_candidate_objects
 from runs.models import Evaluation, ResultStatus, RunSource, TaskResult
 from runs.pipeline import evaluation_dispatch, leases_reap, results_claim
 from runs.services import RunMetadata, run_submit_bundle, run_submit_reference
+from tests.components import require
 from tests.conftest import EXAMPLES
 from tests.runs.conftest import FAST_PIPELINE_ENV, WorkerPool, bwrap_or_skip, wait_for
 
@@ -221,7 +222,7 @@ def test_broker_restart_mid_run_still_completes(
     messages it held are gone, and the reaper sends them again."""
     bwrap_or_skip()
     if shutil.which("redis-server") is None:
-        pytest.skip("redis-server is not installed (CI's machine has it)")
+        require("redis", "redis-server is not installed (CI's machine has it)")
     from securebench_site.celery import app
     from tests.runs.conftest import _reset_celery_pools
 

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import os
 import textwrap
+import uuid
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
+from tests.components import require
+from tests.security.sandbox_probes import processes_with_token, survivors
 from verifiers.sandbox import Limits, MiB, SandboxSpec, SandboxUnavailable
 from verifiers.sandbox.bwrap import DIRECT_MAX_FILES, BwrapSandbox, pids_of_uid
 
@@ -35,14 +38,19 @@ def sandbox() -> Iterator[BwrapSandbox]:
     try:
         backend = BwrapSandbox()
     except SandboxUnavailable as exc:
-        pytest.skip(f"bwrap sandbox unavailable: {exc}")
+        require("bwrap", f"bwrap sandbox unavailable: {exc}")
     yield backend
     left = {uid: pids for uid in sorted(backend.used_uids) if (pids := pids_of_uid(uid))}
     assert not left, f"processes of slot uids survived the test: {left}"
 
 
-def python(code: str) -> list[str]:
-    return ["python3", "-I", "-c", textwrap.dedent(code)]
+def python(code: str, *args: str) -> list[str]:
+    return ["python3", "-I", "-c", textwrap.dedent(code), *args]
+
+
+def token() -> str:
+    """Put on the command line of a run's processes (forks keep it): found by any uid."""
+    return f"sb-direct-{uuid.uuid4().hex}"
 
 
 @pytest.fixture
@@ -135,12 +143,17 @@ def test_a_daemon_left_by_a_direct_run_is_killed_with_it(sandbox: BwrapSandbox) 
             time.sleep(120)
         os._exit(0)
     os.wait()
-    print("parent done")
+    print(os.readlink("/proc/self/ns/pid"))  # the daemon's pid namespace too
     """
-    result = sandbox.run(SandboxSpec(command=python(code), limits=SMALL))
+    mark = token()
+    result = sandbox.run(SandboxSpec(command=python(code, mark), limits=SMALL))
 
-    assert (result.exit_code, result.stdout) == (0, b"parent done\n"), result
-    # The fixture then checks that no process of the slot uid is left.
+    assert result.exit_code == 0, result
+    namespace = result.stdout.decode().strip()
+    assert namespace.startswith("pid:[")
+    # Looked for by token and by pid namespace (whoever runs the test); the fixture then
+    # also checks the slot uid when run as root.
+    assert survivors(mark, namespace) == {}
 
 
 def test_work_files_larger_than_the_work_dir_are_refused(
@@ -184,13 +197,16 @@ def test_a_started_direct_sandbox_is_killed_with_everything_in_it(
     for _ in range(3):
         if os.fork() == 0:
             time.sleep(120)
-    print("ready", flush=True)
+    print(os.readlink("/proc/self/ns/pid"), flush=True)
     sys.stdin.read()
     """
-    process = sandbox.start(SandboxSpec(command=python(code), limits=SMALL))
-    assert process.stdout.readline() == b"ready\n"
+    mark = token()
+    process = sandbox.start(SandboxSpec(command=python(code, mark), limits=SMALL))
+    namespace = process.stdout.readline().decode().strip()
+    assert len(processes_with_token(mark)) >= 4  # the check can see them while they live
     process.kill()
     result = process.finish()
 
     assert result.exit_code is None
     assert "killed by the caller" in result.notes
+    assert survivors(mark, namespace) == {}

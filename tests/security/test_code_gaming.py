@@ -4,6 +4,10 @@ right reason, in real sandboxes.
 The design under test: the candidate runs in one sandbox (W), the tests in another (T); only
 T's own result frame decides, values cross as plain data. Each payload below is what a
 benchmark-gaming agent would write into candidate.py.
+
+The attacks run on the suite's own packs (tests/packs/): a `def check(candidate)` task and a
+bare-call task. The verdict-channel attacks run again on the reference packs' tasks when
+those are present (a visible skip, or a failure when required, when they are not).
 """
 
 from __future__ import annotations
@@ -13,9 +17,14 @@ from dataclasses import replace
 import pytest
 
 from tests.verifiers.test_code_completion import (
+    BARE_CALL,
+    CHECK_STYLE,
+    FRACTION,
     assert_failed,
+    entry_point,
     explain,
     get_task,
+    reference_ids,
     run,
     with_timeout,
 )
@@ -23,18 +32,36 @@ from verifiers.sandbox.base import Sandbox
 from verifiers.task import TaskLanes
 from verifiers.verdict import Reason
 
-HUMANEVAL = "humaneval-mini/0"  # has_close_elements, `def check(candidate)` style
-SMOKE = "code-completion-smoke/add_numbers"  # bare-call style
+# Ours first; the reference packs' own check-style and bare-call tasks as an extra layer.
+CHECK_STYLE_TASKS = [CHECK_STYLE, *reference_ids("humaneval-mini/0")]
+BARE_CALL_TASKS = [BARE_CALL, *reference_ids("code-completion-smoke/add_numbers")]
+ALL_STYLE_TASKS = [
+    CHECK_STYLE,
+    BARE_CALL,
+    *reference_ids("humaneval-mini/0", "code-completion-smoke/add_numbers"),
+]
 # Short walls for the attacks that are meant to run into one.
 SHORT_WALL = 3.0
 
 
 def humaneval() -> TaskLanes:
-    return get_task(HUMANEVAL)
+    """Our check-style task (any_pair_within), for attacks that do not depend on the task."""
+    return get_task(CHECK_STYLE)
 
 
 def smoke() -> TaskLanes:
-    return get_task(SMOKE)
+    """Our bare-call task (sum_pair), for attacks that do not depend on the task."""
+    return get_task(BARE_CALL)
+
+
+@pytest.fixture(params=CHECK_STYLE_TASKS)
+def check_style(request: pytest.FixtureRequest) -> TaskLanes:
+    return get_task(request.param)
+
+
+@pytest.fixture(params=BARE_CALL_TASKS)
+def bare_call(request: pytest.FixtureRequest) -> TaskLanes:
+    return get_task(request.param)
 
 
 # --- A05: exit before the assertions run ------------------------------------------------------
@@ -48,33 +75,36 @@ EXIT_AT_IMPORT = {
 
 
 @pytest.mark.parametrize("payload", EXIT_AT_IMPORT.values(), ids=EXIT_AT_IMPORT.keys())
-@pytest.mark.parametrize("task_id", [HUMANEVAL, SMOKE])
+@pytest.mark.parametrize("task_id", ALL_STYLE_TASKS)
 def test_exit_at_import_fails(payload: str, task_id: str, sandbox: Sandbox) -> None:
-    code = payload + "def has_close_elements(*a):\n    return True\n"
-    code += "def add_numbers(a, b):\n    return 0\n"
-    verdict = run(get_task(task_id), code, sandbox)
+    task = get_task(task_id)
+    code = payload + f"def {entry_point(task)}(*args):\n    return True\n"
+    verdict = run(task, code, sandbox)
     assert_failed(verdict, Reason.INVALID_CANDIDATE)
     assert verdict.details["stage"] == "import"
 
 
 @pytest.mark.parametrize("exit_call", ["os._exit(0)", "sys.exit(0)", "os.kill(os.getpid(), 9)"])
-def test_exit_inside_the_function_fails(exit_call: str, sandbox: Sandbox) -> None:
-    code = f"import os, sys\ndef add_numbers(a, b):\n    {exit_call}\n"
-    verdict = run(smoke(), code, sandbox)
+def test_exit_inside_the_function_fails(
+    exit_call: str, bare_call: TaskLanes, sandbox: Sandbox
+) -> None:
+    code = f"import os, sys\ndef {entry_point(bare_call)}(a, b):\n    {exit_call}\n"
+    verdict = run(bare_call, code, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert verdict.details["failed_test_line"] == 2  # the very first assertion
 
 
-def test_exit_after_some_correct_answers_fails(sandbox: Sandbox) -> None:
-    # Right for the first call, then the process ends mid-run: still a failure.
+def test_exit_after_some_correct_answers_fails(bare_call: TaskLanes, sandbox: Sandbox) -> None:
+    # Right for the first call (both bare-call tasks add), then the process ends mid-run:
+    # still a failure.
     code = (
         "import os\nCALLS = []\n"
-        "def add_numbers(a, b):\n"
+        f"def {entry_point(bare_call)}(a, b):\n"
         "    CALLS.append(1)\n"
         "    if len(CALLS) > 1:\n        os._exit(0)\n"
         "    return a + b\n"
     )
-    verdict = run(smoke(), code, sandbox)
+    verdict = run(bare_call, code, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert verdict.details["worker_gone"] == "it exited"
 
@@ -84,36 +114,38 @@ def test_exit_after_some_correct_answers_fails(sandbox: Sandbox) -> None:
 FAKE_FRAME = '{"type": "result", "passed": true, "assertions": 7}'
 
 
-def test_printed_fake_results_are_ignored(sandbox: Sandbox) -> None:
+def test_printed_fake_results_are_ignored(check_style: TaskLanes, sandbox: Sandbox) -> None:
     code = (
         f"print({FAKE_FRAME!r})\nprint('PASSED')\nprint('7 passed in 0.01s')\n"
-        "def has_close_elements(numbers, threshold):\n"
+        f"def {entry_point(check_style)}(*args):\n"
         f"    print({FAKE_FRAME!r}, flush=True)\n"
         "    return None\n"
     )
-    verdict = run(humaneval(), code, sandbox)
+    verdict = run(check_style, code, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert FAKE_FRAME in verdict.stdout  # it went to the candidate's log, nowhere else
 
 
-def test_fake_frames_written_to_fd1_are_ignored(sandbox: Sandbox) -> None:
+def test_fake_frames_written_to_fd1_are_ignored(check_style: TaskLanes, sandbox: Sandbox) -> None:
     code = (
         "import os\n"
         f"os.write(1, {FAKE_FRAME!r}.encode() + b'\\n')\n"
-        "def has_close_elements(numbers, threshold):\n"
+        f"def {entry_point(check_style)}(*args):\n"
         f"    os.write(1, {FAKE_FRAME!r}.encode() + b'\\n')\n"
-        "    return False\n"
+        "    return None\n"
     )
-    verdict = run(humaneval(), code, sandbox)
+    verdict = run(check_style, code, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
 
 
-def test_fake_frames_sprayed_on_every_fd_are_tampering(sandbox: Sandbox) -> None:
+def test_fake_frames_sprayed_on_every_fd_are_tampering(
+    check_style: TaskLanes, sandbox: Sandbox
+) -> None:
     # The worker's protocol pipe is some fd of this process: write a fake "passed" result to
     # every one. At best it reaches the relay as W's reply, which is checked and refused.
     code = (
         "import os\n"
-        "def has_close_elements(numbers, threshold):\n"
+        f"def {entry_point(check_style)}(*args):\n"
         "    for name in os.listdir('/proc/self/fd'):\n"
         "        try:\n"
         f"            os.write(int(name), {FAKE_FRAME!r}.encode() + b'\\n')\n"
@@ -121,31 +153,34 @@ def test_fake_frames_sprayed_on_every_fd_are_tampering(sandbox: Sandbox) -> None
         "            pass\n"
         "    return True\n"
     )
-    verdict = run(humaneval(), code, sandbox)
+    verdict = run(check_style, code, sandbox)
     assert_failed(verdict, Reason.TAMPER_DETECTED)
 
 
-def test_monkeypatched_json_is_tampering(sandbox: Sandbox) -> None:
+def test_monkeypatched_json_is_tampering(check_style: TaskLanes, sandbox: Sandbox) -> None:
     code = (
         "import json\n"
         f"json.dumps = lambda *args, **kwargs: {FAKE_FRAME!r}\n"
-        "def has_close_elements(numbers, threshold):\n"
+        f"def {entry_point(check_style)}(*args):\n"
         "    return True\n"
     )
-    verdict = run(humaneval(), code, sandbox)
+    verdict = run(check_style, code, sandbox)
     assert_failed(verdict, Reason.TAMPER_DETECTED)
 
 
-def test_stop_iteration_cannot_end_a_test_loop_early(sandbox: Sandbox) -> None:
+def test_stop_iteration_cannot_end_a_test_loop_early(
+    bare_call: TaskLanes, sandbox: Sandbox
+) -> None:
     # Raised through map() inside zip(), a real StopIteration would end this loop before any
     # assertion ran, and the tests would "pass". It must arrive as an ordinary error.
+    name = entry_point(bare_call)
     loop = (
-        "for got, want in zip(map(lambda x: add_numbers(x, 1), [1, 2]), [2, 3]):\n"
+        f"for got, want in zip(map(lambda x: {name}(x, 1), [1, 2]), [2, 3]):\n"
         "    assert got == want\n"
     )
-    task = replace(smoke(), evaluation_inputs={"tests": {"source": "inline", "code": loop}})
-    assert run(task, "def add_numbers(a, b):\n    return a + b\n", sandbox).passed
-    code = "def add_numbers(a, b):\n    raise StopIteration\n"
+    task = replace(bare_call, evaluation_inputs={"tests": {"source": "inline", "code": loop}})
+    assert run(task, f"def {name}(a, b):\n    return a + b\n", sandbox).passed
+    code = f"def {name}(a, b):\n    raise StopIteration\n"
     verdict = run(task, code, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert verdict.details["error"].startswith("RuntimeError: StopIteration"), explain(verdict)
@@ -179,9 +214,9 @@ ALWAYS_EQUAL = {
 
 
 @pytest.mark.parametrize("payload", ALWAYS_EQUAL.values(), ids=ALWAYS_EQUAL.keys())
-def test_always_equal_results_fail(payload: str, sandbox: Sandbox) -> None:
-    code = payload + "def has_close_elements(numbers, threshold):\n    return RESULT\n"
-    verdict = run(humaneval(), code, sandbox)
+def test_always_equal_results_fail(payload: str, check_style: TaskLanes, sandbox: Sandbox) -> None:
+    code = payload + f"def {entry_point(check_style)}(*args):\n    return RESULT\n"
+    verdict = run(check_style, code, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert "not plain data" in verdict.details["error"], explain(verdict)
 
@@ -190,10 +225,10 @@ def test_always_equal_results_fail(payload: str, sandbox: Sandbox) -> None:
 
 STACK_WALK = """
 import inspect
-def has_close_elements(numbers, threshold):
+def ENTRY(*args):
     # Built at run time (the worker holds this very source text, which is no leak) and
     # local (module data is fetched by the tests, so the worker saw it as a reply).
-    markers = ["assert " + "candidate", "check" + "(", "def " + "check", "0.3" + ") == True"]
+    markers = ["assert " + "candidate", "check" + "(", "def " + "check", "ENTRY" + ")"]
     frame = inspect.currentframe().f_back
     leaks = []
     while frame is not None:
@@ -206,15 +241,15 @@ def has_close_elements(numbers, threshold):
 """
 
 
-def test_stack_walking_finds_nothing(sandbox: Sandbox) -> None:
-    verdict = run(humaneval(), STACK_WALK, sandbox)
+def test_stack_walking_finds_nothing(check_style: TaskLanes, sandbox: Sandbox) -> None:
+    verdict = run(check_style, STACK_WALK.replace("ENTRY", entry_point(check_style)), sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert "STACK-CLEAN" in verdict.stdout and "STACK-LEAK" not in verdict.stdout, verdict.stdout
 
 
 DISK_SEARCH = """
 import os
-MARKER = ("check(" + "has_close_elements" + ")").encode()  # not contiguous in this file
+MARKER = ("check(" + "ENTRY" + ")").encode()  # not contiguous in this file
 paths = ["/opt/securebench/tests/tests.py"]
 for root in ("/opt", "/work", "/tmp", "/var/tmp", "/srv", "/mnt", "/run", "/home", "/root",
              "/etc", "/usr/local", "/var/lib"):
@@ -240,13 +275,15 @@ for path in paths:
     except OSError:
         pass
 print("DISK-LEAK" if hits else "DISK-CLEAN", hits[:5], len(paths))
-def has_close_elements(numbers, threshold):
+def ENTRY(*args):
     return None
 """
 
 
-def test_test_source_is_not_on_the_candidates_disk(sandbox: Sandbox) -> None:
-    verdict = run(humaneval(), DISK_SEARCH, sandbox)
+def test_test_source_is_not_on_the_candidates_disk(
+    check_style: TaskLanes, sandbox: Sandbox
+) -> None:
+    verdict = run(check_style, DISK_SEARCH.replace("ENTRY", entry_point(check_style)), sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert "DISK-CLEAN" in verdict.stdout and "DISK-LEAK" not in verdict.stdout, verdict.stdout
 
@@ -273,9 +310,11 @@ BUILTIN_PATCHES = {
 
 
 @pytest.mark.parametrize("payload", BUILTIN_PATCHES.values(), ids=BUILTIN_PATCHES.keys())
-def test_patched_builtins_only_break_the_candidate(payload: str, sandbox: Sandbox) -> None:
-    code = payload + "def has_close_elements(numbers, threshold):\n    return True\n"
-    verdict = run(humaneval(), code, sandbox)
+def test_patched_builtins_only_break_the_candidate(
+    payload: str, check_style: TaskLanes, sandbox: Sandbox
+) -> None:
+    code = payload + f"def {entry_point(check_style)}(*args):\n    return True\n"
+    verdict = run(check_style, code, sandbox)
     # Sabotaged at import, the worker cannot even list the candidate's names: the candidate
     # broke itself (invalid_candidate); later breakage fails the calls (tests_failed).
     assert verdict.status == "failed", explain(verdict)
@@ -283,12 +322,14 @@ def test_patched_builtins_only_break_the_candidate(payload: str, sandbox: Sandbo
     assert verdict.reason in candidate_faults, explain(verdict)
 
 
-def test_candidate_cannot_shadow_builtins_used_by_the_tests(sandbox: Sandbox) -> None:
-    # truncate_number's tests use `abs(candidate(x) - want) < 1e-6`. Were the candidate's
-    # `abs` seen by the tests, this wrong answer would pass every assertion after the first.
-    task = get_task("humaneval-mini/2")
+@pytest.mark.parametrize("task_id", [FRACTION, *reference_ids("humaneval-mini/2")])
+def test_candidate_cannot_shadow_builtins_used_by_the_tests(task_id: str, sandbox: Sandbox) -> None:
+    # Both tasks' tests use `abs(candidate(x) - want) < 1e-6`, first with an answer of 0.5.
+    # Were the candidate's `abs` seen by the tests, this wrong answer would pass every
+    # assertion after the first.
+    task = get_task(task_id)
     code = (
-        "def truncate_number(number):\n    return 0.5\n"
+        f"def {entry_point(task)}(number):\n    return 0.5\n"
         "def abs(value):\n    return 0\n"
         "def isinstance(*args):\n    return True\n"
         "len = 3\n"
@@ -303,11 +344,12 @@ def test_candidate_cannot_shadow_builtins_used_by_the_tests(sandbox: Sandbox) ->
 
 def test_infinite_loop_times_out(sandbox: Sandbox) -> None:
     task = with_timeout(humaneval(), SHORT_WALL)
-    code = "def has_close_elements(numbers, threshold):\n    while True:\n        pass\n"
+    code = "def any_pair_within(values, gap):\n    while True:\n        pass\n"
     verdict = run(task, code, sandbox)
     assert_failed(verdict, Reason.TIMEOUT)
     assert verdict.details["timeout_seconds"] == SHORT_WALL
-    assert verdict.duration_seconds < SHORT_WALL + 10
+    # An endless loop only ends by a kill: the verdict coming back is the proof, and run()
+    # checks that nothing of the candidate outlived it. How long it took is bench/'s business.
 
 
 def test_blocking_at_import_times_out(sandbox: Sandbox) -> None:
@@ -319,7 +361,7 @@ def test_blocking_at_import_times_out(sandbox: Sandbox) -> None:
 def test_memory_hog_hits_the_memory_limit(sandbox: Sandbox) -> None:
     task = with_timeout(humaneval(), 20)
     code = (
-        "def has_close_elements(numbers, threshold):\n"
+        "def any_pair_within(values, gap):\n"
         "    hoard = []\n"
         "    while True:\n"
         "        hoard.append(bytearray(32 * 1024 * 1024))\n"
@@ -332,7 +374,7 @@ def test_output_flood_hits_the_output_limit(sandbox: Sandbox) -> None:
     task = with_timeout(humaneval(), 20)
     code = (
         "import sys\n"
-        "def has_close_elements(numbers, threshold):\n"
+        "def any_pair_within(values, gap):\n"
         "    while True:\n"
         "        sys.stdout.write('x' * 65536)\n"
     )
@@ -342,7 +384,7 @@ def test_output_flood_hits_the_output_limit(sandbox: Sandbox) -> None:
 
 
 def test_oversized_return_value_hits_the_output_limit(sandbox: Sandbox) -> None:
-    code = "def has_close_elements(numbers, threshold):\n    return 'x' * (3 * 1024 * 1024)\n"
+    code = "def any_pair_within(values, gap):\n    return 'x' * (3 * 1024 * 1024)\n"
     verdict = run(humaneval(), code, sandbox)
     assert_failed(verdict, Reason.OUTPUT_LIMIT)
 
@@ -365,7 +407,7 @@ def test_background_process_does_not_survive(sandbox: Sandbox) -> None:
         "    if os.fork() == 0:\n"
         "        time.sleep(600)\n"
         "    os._exit(0)\n"
-        "def add_numbers(a, b):\n    return a + b\n"
+        "def sum_pair(a, b):\n    return a + b\n"
     )
     verdict = run(smoke(), code, sandbox)  # run() asserts no worker process is left
     assert verdict.passed, explain(verdict)
@@ -387,10 +429,10 @@ def test_killing_the_parent_process_fails(when: str, sandbox: Sandbox) -> None:
     # worker dies with it; under Docker the parent is outside the container (getppid() is 0)
     # and pid 1 belongs to another uid, so the worker lives on and answers wrongly.
     if when == "import":
-        code = "import os, signal\n" + kill + "def add_numbers(a, b):\n    return 0\n"
+        code = "import os, signal\n" + kill + "def sum_pair(a, b):\n    return 0\n"
     else:
         body = "".join(f"    {line}\n" for line in kill.splitlines())
-        code = "import os, signal\ndef add_numbers(a, b):\n" + body + "    return 0\n"
+        code = "import os, signal\ndef sum_pair(a, b):\n" + body + "    return 0\n"
     verdict = run(smoke(), code, sandbox)
     assert verdict.status == "failed", explain(verdict)
     allowed = {Reason.TESTS_FAILED}

@@ -1,8 +1,8 @@
 """Docker sandbox lifecycle: teardown right after the command, and the stale-container janitor.
 
 Docker only (bubblewrap has no containers). Skipped with its printed reason when no engine
-answers, except when SECUREBENCH_REQUIRE_DOCKER=1 (then it fails). Every test labels its
-containers with its own id, so other runs on the machine are never touched.
+answers, or a failure when SECUREBENCH_REQUIRE names docker (tests/components.py). Every test
+labels its containers with its own id, so other runs on the machine are never touched.
 """
 
 from __future__ import annotations
@@ -18,6 +18,8 @@ from typing import Any
 
 import pytest
 
+from tests.components import require
+from tests.security.sandbox_probes import processes_with_token, survivors, wait_for
 from verifiers.sandbox import Limits, SandboxSpec, SandboxUnavailable
 from verifiers.sandbox.base import MiB
 
@@ -81,11 +83,7 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
         client = docker_client()
         resolve_image(client, None)  # the image must be present locally (never pulled)
     except SandboxUnavailable as exc:
-        reason = f"docker sandbox unavailable: {exc}"
-        print(reason)
-        if os.environ.get("SECUREBENCH_REQUIRE_DOCKER") == "1":
-            pytest.fail(f"{reason} (SECUREBENCH_REQUIRE_DOCKER=1)")
-        pytest.skip(reason)
+        require("docker", f"docker sandbox unavailable: {exc}")
     found = Engine(client, f"docker-lifecycle-{uuid.uuid4().hex}")
     yield found
     left = found.ours()
@@ -95,8 +93,14 @@ def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
     assert not left, f"containers of this test were left behind: {[c.name for c in left]}"
 
 
-def python(code: str) -> list[str]:
-    return ["python3", "-I", "-c", code]
+def python(code: str, *args: str) -> list[str]:
+    return ["python3", "-I", "-c", code, *args]
+
+
+def daemon_token() -> str:
+    """Put on the daemon's command line (it forks without exec, so it keeps it): the host sees
+    a container's processes, so the token finds a survivor whoever runs the test."""
+    return f"sb-lifecycle-{uuid.uuid4().hex}"
 
 
 def sandbox(engine: Engine) -> Any:
@@ -109,27 +113,48 @@ def sandbox(engine: Engine) -> Any:
 
 
 def test_a_detached_process_is_gone_when_run_returns(engine: Engine) -> None:
-    result = sandbox(engine).run(SandboxSpec(command=python(DAEMON), limits=SMALL))
+    token = daemon_token()
+    result = sandbox(engine).run(SandboxSpec(command=python(DAEMON, token), limits=SMALL))
     assert result.exit_code == 0, result
     assert result.stdout == b"parent done\n"
-    assert engine.ours() == []  # the container (and the daemon with it) is gone
+    assert survivors(token) == {}  # no process of the run lives on anywhere on the host
+    assert engine.ours() == []  # and the container is gone
 
 
 def test_a_detached_process_is_gone_when_an_interactive_finish_returns(engine: Engine) -> None:
-    process = sandbox(engine).start(SandboxSpec(command=python(DAEMON), limits=SMALL))
+    token = daemon_token()
+    process = sandbox(engine).start(SandboxSpec(command=python(DAEMON, token), limits=SMALL))
     assert process.stdout.read() == b"parent done\n"
     process.stdin.close()
     result = process.finish()
     assert result.exit_code == 0, result
+    assert survivors(token) == {}
     assert engine.ours() == []
+
+
+def test_the_survivor_check_sees_a_containers_processes_while_they_live(engine: Engine) -> None:
+    # Without this, survivors() == {} above could pass by seeing nothing at all.
+    token = daemon_token()
+    code = "import sys; print('ready', flush=True); sys.stdin.read()"
+    process = sandbox(engine).start(SandboxSpec(command=python(code, token), limits=SMALL))
+    try:
+        assert process.stdout.readline() == b"ready\n"
+        assert processes_with_token(token) != []
+    finally:
+        process.stdin.close()
+        result = process.finish()
+    assert result.exit_code == 0, result
+    assert survivors(token) == {}
 
 
 def test_a_command_that_kills_its_wrapper_shell_still_leaves_nothing(engine: Engine) -> None:
     # The run's own uid may kill the trusted `sh` that runs `kill -9 -1` after the command;
     # the container removal before finish() returns must still take the daemon with it.
     code = DAEMON + "import signal; os.kill(os.getppid(), signal.SIGKILL)\n"
-    result = sandbox(engine).run(SandboxSpec(command=python(code), limits=SMALL))
+    token = daemon_token()
+    result = sandbox(engine).run(SandboxSpec(command=python(code, token), limits=SMALL))
     assert not result.timed_out, result
+    assert survivors(token) == {}
     assert engine.ours() == []
 
 
@@ -137,10 +162,13 @@ def test_a_run_finished_long_before_a_late_finish_is_not_a_timeout(engine: Engin
     # The teardown starts when the command ends; the wall-limit watchdog must not count it,
     # nor a finish() called after the wall limit has passed.
     limits = SMALL.with_wall(1.0)
+    started = time.monotonic()
     process = sandbox(engine).start(SandboxSpec(command=python("print('ok')"), limits=limits))
     assert process.stdout.read() == b"ok\n"
     process.stdin.close()
-    time.sleep(1.5)
+    # Waiting only: until the early teardown removed the container and the wall has passed.
+    assert wait_for(lambda: engine.ours() == [])
+    assert wait_for(lambda: time.monotonic() > started + limits.wall_seconds)
     result = process.finish()
     assert (result.exit_code, result.timed_out) == (0, False), result
     assert engine.ours() == []
@@ -184,20 +212,16 @@ def test_the_janitor_removes_only_our_containers_older_than_the_limit(engine: En
         foreign.remove(force=True)
 
 
-def test_the_workers_beat_removes_sandboxes_of_a_dead_worker(engine: Engine, settings) -> None:
-    """The periodic task every worker's beat runs: a sandbox older than any live verification
-    can be (the sandbox task's hard limit) is an orphan and goes; a fresh one stays."""
-    from runs.pipeline import stale_sandboxes_remove  # noqa: PLC0415
-    from verifiers.sandbox.docker import LABEL  # noqa: PLC0415
+@pytest.mark.django_db(transaction=True)
+def test_the_workers_beat_removes_sandboxes_of_a_dead_worker(docker_run: Any, workers: Any) -> None:
+    """A worker SIGKILLed mid-verification leaves its containers running; the janitor on a
+    second worker's beat removes them once they are older than any live run can be, and the
+    reaper hands the result to that worker, which finishes it."""
+    from tests.runs.dead_worker import dead_worker_scenario  # noqa: PLC0415
 
-    orphan = _keeper(engine, {**engine.labels, LABEL: "1"})
-    orphan.start()
-    limit = settings.SECUREBENCH_SANDBOX_TASK_SECONDS
-
-    assert stale_sandboxes_remove(labels=engine.labels) == []
-    assert stale_sandboxes_remove(now=time.time() + limit + 3600, labels=engine.labels) == [
-        orphan.id
-    ]
-    assert engine.ours() == []
-    schedule = settings.CELERY_BEAT_SCHEDULE.values()
-    assert "runs.tasks.remove_stale_sandboxes" in {entry["task"] for entry in schedule}
+    outcome = dead_worker_scenario(workers, docker_run)
+    assert outcome.orphans, "the killed worker left no container: nothing was proved"
+    assert outcome.status_at_kill == "running", outcome
+    assert outcome.removed_by_janitor, (outcome.orphans, outcome.janitor_log)
+    assert (outcome.status, outcome.attempts) == ("passed", 2), outcome
+    assert docker_run.containers() == []

@@ -1,370 +1,110 @@
-"""No page, partial, API response or download shows a non-public value to an unprivileged user.
+"""No page, partial, API response, download or POST answer shows a non-public value to an
+unprivileged user, in any encoding, and no such request even reads one.
 
-Every eval field and every hidden file of packs of all twelve families carries a unique marker;
-the packs go in through the upload form; then a crawler follows every link, htmx partial and
-API URL it can find, as each role with debug mode off, and no response may contain a marker.
-With debug mode on, a reviewer's crawl reaches the privileged panels: there every marker shows,
-and every look was recorded in the audit log. The panels' URLs then stay shut for every other
-role, and for the reviewer once debug mode is off.
+Every eval field and every hidden file of packs of all twelve families carries a marker
+(tests/security/leak_world.py); the packs go in through the upload form; an oracle run, a
+null run and an ordinary run with wrong answers (whose verifier output prints the expected
+values, the hidden test and the expected state) are scored by the real pipeline. Then, as
+each role with debug mode off, a crawler follows every link, htmx partial and API URL it can
+find, posts every form and every POST operation of the API, and searches each response for
+the markers: literal, HTML-, JSON-, URL- and base64-encoded. Meanwhile a probe watches the
+sealed-value table and the sealed file root (tests/security/sealed_probe.py): not one read.
+With debug mode on, a reviewer's crawl reaches the privileged panels: there every marker
+shows, every sealed read went through the audited accessor, and every look was recorded.
 """
 
 from __future__ import annotations
 
 import html
-import io
 import json
 import re
-import zipfile
-from collections import deque
-from pathlib import Path
-from typing import Any
-from urllib.parse import urljoin, urlsplit
+from collections.abc import Iterator
 
 import pytest
-from django.contrib.auth.models import User
-from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
-from packs.models import ContractVersion, SealedValue
-from packs.services import pack_import_folder
-from runs.models import AuditEvent, Run
-from runs.pipeline import score_results
-from runs.services import RunMetadata, run_submit_reference
-from tests.conftest import make_user, mc_row, zip_folder
+from packs.models import SealedValue
+from runs.models import AuditEvent
+from tests.security.leak_crawl import assert_no_leak, crawl, response_text, schema_get_urls
+from tests.security.leak_markers import LABELS, MARK, encoded_forms, labels_in, mark
+from tests.security.leak_posts import debug_mode_attempt, post_attack, sealed_logs_present
+from tests.security.leak_world import (
+    HIDDEN_FILE_PATHS,
+    PRIVILEGED_ROLES,
+    PUBLIC_SOURCE,
+    PUBLIC_TEST,
+    ROLES,
+    SEALED_TEST,
+    LeakWorld,
+    leak_world_fixture,
+    marked_rows,
+)
+from tests.security.sealed_probe import EVALUATOR, PRIVILEGED, describe, sealed_probe
 
 pytestmark = pytest.mark.django_db
-
-MARK = "SEALEDMARK"
-# Numbers cannot carry a text marker; these are odd enough never to appear by chance.
-NUMERIC_MARKS = ("0.000731", "7319")
-START_URLS = [
-    "/",
-    "/packs/",
-    "/runs/",
-    "/leaderboards/",
-    "/runs/submit/",
-    "/api/v1/packs/",
-    "/api/v1/runs/",
-    "/api/v1/schema/",
-    "/admin/",
-    "/upload/",
-    "/audit/",
-]
-SKIP_PREFIXES = ("/accounts/logout", "/static/", "/admin/logout", "/debug-mode/off")
-# Sort/filter variants of one admin list, and login pages with a `next`, repeat what was seen.
-REPEAT_VARIANTS = re.compile(r"^/admin/.*(\?|/history/|/password/|/delete/)|^/accounts/login/\?")
-LINK_ATTRS = re.compile(r'(?:href|src|hx-get|action)\s*=\s*"([^"#]+)"')
+REASON = "leak test: checking the privileged panels"
 
 
-def mark(label: str) -> str:
-    return f"{MARK}-{label}"
+@pytest.fixture(scope="module")
+def leak_world(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator[LeakWorld]:
+    yield from leak_world_fixture(django_db_blocker, tmp_path_factory.mktemp("leak-world"))
 
 
-def marked_rows() -> list[dict[str, Any]]:
-    return [
-        {
-            "id": "mc",
-            "family": "multiple_choice",
-            "input": {"question": "Pick one", "choices": ["a", "b"]},
-            "assets": [{"path": "readme.txt"}],
-            "eval": {"answer": mark("mc-answer")},
-        },
-        {
-            "id": "sa",
-            "family": "short_answer",
-            "input": {"question": "How many?"},
-            "eval": {"accepted_answers": [mark("sa-accepted"), 7319], "tolerance": 0.000731},
-        },
-        {
-            "id": "fr",
-            "family": "free_response",
-            "input": {"prompt": "Explain"},
-            "eval": {
-                "reference_answer": mark("fr-reference"),
-                "rubric": {
-                    "type": "contains_any",
-                    "accepted_answers": [mark("fr-accepted")],
-                    "rejected_answers": [mark("fr-rejected")],
-                    "min_token_f1": 0.5,
-                },
-            },
-        },
-        {
-            "id": "cc",
-            "family": "code_completion",
-            "input": {"prompt": "def f(): ...", "language": "python"},
-            "eval": {
-                "tests": {"source": "inline", "code": f"# {mark('cc-tests')}\nassert f()\n"},
-                "canonical_solution": mark("cc-canonical"),
-                "reference_solution": mark("cc-reference"),
-            },
-        },
-        {
-            "id": "rp",
-            "family": "repo_patch",
-            "input": {"repo": "demo", "base_commit": "a" * 40, "instructions": "Fix it"},
-            "eval": {
-                "tests": {
-                    "source": "command",
-                    "command": ["python3", "-m", "pytest", mark("rp-command")],
-                    "test_patch": {"source": "inline", "patch": mark("rp-test-patch")},
-                },
-                "candidate_policy": {"allow_paths": [mark("rp-allow")]},
-                "gold_patch": mark("rp-gold"),
-            },
-        },
-        {
-            "id": "tt",
-            "family": "terminal_task",
-            "input": {"instructions": "Make the file"},
-            "eval": {
-                "checker": {"source": "pytest", "path": "tt/tests", "timeout_seconds": 30},
-                "run_tests": {"path": "tt/run-tests.sh"},
-                "expected_state": {"path": "out.txt", "content": mark("tt-expected")},
-            },
-        },
-        {
-            "id": "tt-command",
-            "family": "terminal_task",
-            "input": {"instructions": "Other form"},
-            "eval": {"checker": {"command": ["sh", "-c", mark("tt-command")]}},
-        },
-        *deferred_rows(),
-    ]
+@pytest.fixture(autouse=True)
+def isolated_data_dir(leak_world):
+    # The module's world keeps its own pack-file roots for every test of the module.
+    yield leak_world.root
 
 
-def deferred_rows() -> list[dict[str, Any]]:
-    eval_keys = {
-        "tool_call": ["initial_state", "expected_calls", "expected_final_state"],
-        "browser_task": ["credentials", "success_check"],
-        "desktop_task": ["success_check"],
-        "artifact_task": ["reference_artifact", "rubric"],
-        "multimodal_qa": ["answer", "rubric"],
-        "preference_pair": ["preference", "rubric"],
-        "invented_family": ["anything"],
-    }
-    return [
-        {
-            "id": family,
-            "family": family,
-            "input": {"prompt": f"a {family} task"},
-            "eval": {key: {"value": mark(f"{family}-{key}")} for key in keys}
-            | {"unlisted_key": mark(f"{family}-unlisted")},
-        }
-        for family, keys in eval_keys.items()
-    ]
-
-
-@pytest.fixture
-def marked_pack(make_pack) -> Path:
-    return make_pack(
-        {"id": "leaky", "version": 1, "title": "Leak test pack"},
-        marked_rows(),
-        files={
-            "hidden/tt/tests/test_outputs.py": f"# {mark('tt-checker-file')}\n",
-            "hidden/tt/run-tests.sh": f"echo {mark('tt-run-tests')}\n",
-            "hidden/unreferenced.txt": mark("unreferenced-hidden-file"),
-            "assets/readme.txt": "public asset\n",
-        },
-    )
-
-
-def expected_markers(pack_folder: Path) -> set[str]:
-    """Every marker of the pack: in its rows' eval values and in its hidden files."""
-    text = (pack_folder / "tasks.jsonl").read_text()
-    text += "\n".join(p.read_text() for p in (pack_folder / "hidden").rglob("*") if p.is_file())
-    return set(re.findall(rf"{MARK}-[\w-]+", text))
-
-
-@pytest.fixture
-def stored_pack(client, marked_pack) -> ContractVersion:
-    # The uploader becomes the pack's maintainer.
-    author = make_user("author", "pack maintainer")
-    client.force_login(author)
-    response = client.post(
-        "/upload/", {"archive": SimpleUploadedFile("leaky.zip", zip_folder(marked_pack))}
-    )
-    assert response.status_code == 302, response.content.decode()[:2000]
-    client.logout()
-    return ContractVersion.objects.get(pack__pack_id="leaky")
-
-
-@pytest.fixture
-def scored_runs(stored_pack) -> list[Run]:
-    """An oracle run (its candidates are the sealed values themselves) and a null run, scored
-    by the real pipeline code in this process: verdicts, details and logs all stored."""
-    runs = []
-    for origin in ("oracle", "null"):
-        run, evaluation = run_submit_reference(
-            contract_version=stored_pack,
-            origin=origin,
-            metadata=RunMetadata(agent_name=f"{origin}-agent"),
-            source="command",
-        )
-        for _attempt in range(3):  # our own transient faults are retried, as a worker would
-            queued = list(evaluation.results.filter(status="queued").values_list("pk", flat=True))
-            score_results(queued, worker="leak-test")
-        runs.append(run)
-    statuses = [
-        list(
-            r.evaluations.get().results.values_list(
-                "family", "status", "failure_reason", "attempts"
-            )
-        )
-        for r in runs
-    ]
-    assert all(run.evaluations.get().is_done for run in runs), statuses
-    return runs
-
-
-# Values for the path parameters of the OpenAPI schema's operations. A new parameter name
-# fails the test until it is given values here: no endpoint escapes the crawl unnoticed.
-HIDDEN_FILE_PATHS = ("tt/tests/test_outputs.py", "tt/run-tests.sh", "unreferenced.txt")
-
-
-def schema_urls(runs: list[Run]) -> list[str]:
-    """Every GET operation the OpenAPI schema lists, with real ids filled in (and, for file
-    paths, the hidden files' paths too: an attacker would try them). The schema is read as a
-    superuser: the list of endpoints to try must not depend on the role being tested."""
-    reader = Client()
-    reader.force_login(make_user("schema-reader", superuser=True))
-    response = reader.get("/api/v1/schema/", {"format": "json"})
-    assert response.status_code == 200
-    schema = json.loads(response_text(response))
-    values = {
-        "pack_id": ["leaky"],
-        "version": ["1"],
-        "run_id": [str(run.pk) for run in runs],
-        "number": ["1"],
-        "path": ["readme.txt", *HIDDEN_FILE_PATHS],
-    }
-    urls = []
-    for template, operations in schema["paths"].items():
-        if "get" not in operations:
-            continue
-        expanded = [template]
-        for name in re.findall(r"{(\w+)}", template):
-            assert name in values, f"no crawl values for path parameter {name!r} of {template}"
-            expanded = [url.replace(f"{{{name}}}", v) for url in expanded for v in values[name]]
-        urls += expanded
-    return urls
-
-
-def crawl(client: Client, extra: list[str] | None = None) -> dict[str, int]:
-    """GET every reachable same-site URL (and its htmx variant); returns url → status."""
-    seen: dict[str, int] = {}
-    queue = deque([*START_URLS, *(extra or [])])
-    while queue:
-        url = queue.popleft()
-        if url in seen or url.startswith(SKIP_PREFIXES) or REPEAT_VARIANTS.match(url):
-            continue
-        assert len(seen) < 2000, "the crawl is not converging"
-        # htmx partials exist on site pages only; the admin and the API ignore the header.
-        variants = (False,) if url.startswith(("/admin/", "/api/")) else (False, True)
-        for htmx in variants:
-            headers = {"HX-Request": "true"} if htmx else {}
-            response = client.get(url, headers=headers)
-            body = response_text(response)
-            assert_no_marker(url, body, response)
-            seen[url] = response.status_code
-            queue.extend(links_in(url, body))
-    return seen
-
-
-def response_text(response) -> str:
-    if getattr(response, "streaming", False):
-        raw = b"".join(response.streaming_content)
-    else:
-        raw = response.content
-    if raw.startswith(b"PK\x03\x04"):
-        # A zip (the agent bundle) compresses its members: read each one, as a harness would.
-        with zipfile.ZipFile(io.BytesIO(raw)) as archive:
-            return "\n".join(
-                f"{name}\n{archive.read(name).decode('utf-8', 'replace')}"
-                for name in archive.namelist()
-            )
-    return raw.decode("utf-8", "replace")
-
-
-def assert_no_marker(url: str, body: str, response) -> None:
-    headers = json.dumps(dict(response.headers))
-    assert MARK not in body, f"{url} leaks a marker"
-    assert MARK not in headers, f"{url} leaks a marker in a header"
-    for number in NUMERIC_MARKS:
-        # Delimited, so a digest that happens to contain the digits is no match.
-        pattern = rf"(?<![\w.]){re.escape(number)}(?!\w)"
-        assert not re.search(pattern, body), f"{url} leaks {number}"
-
-
-def links_in(base: str, body: str) -> list[str]:
-    found = [m.group(1).replace("&amp;", "&") for m in LINK_ATTRS.finditer(body)]
-    found += re.findall(r'"(https?://testserver/[^"\s]*)"', body)
-    links = []
-    for link in found:
-        absolute = urljoin(f"http://testserver{base}", link)
-        parts = urlsplit(absolute)
-        if parts.netloc == "testserver":
-            links.append(parts.path + (f"?{parts.query}" if parts.query else ""))
-    return links
-
-
-def test_the_marked_values_really_are_stored(stored_pack):
+def test_the_marked_values_and_the_rich_verifier_output_really_are_stored(leak_world):
     sealed = json.dumps(list(SealedValue.objects.values_list("value", flat=True)))
-
     assert sealed.count(MARK) >= 25
-    assert stored_pack.task_count == len(marked_rows())
-
-
-ROLES = [
-    "anonymous",
-    "no role",
-    "viewer",
-    "submitter",
-    "maintainer of this pack",
-    "maintainer of another pack",
-    "reviewer",
-    "superuser",
-]
-
-
-def sign_in(client: Client, role: str, make_pack) -> User | None:
-    """A user of the role, signed in (debug mode off), or None for anonymous."""
-    if role == "anonymous":
-        return None
-    if role == "maintainer of this pack":
-        user = User.objects.get(username="author")
-    elif role == "maintainer of another pack":
-        user = make_user("other-maintainer", "pack maintainer")
-        other = pack_import_folder(folder=make_pack({"id": "other", "version": 1}, [mc_row("q")]))
-        other.contract_version.pack.maintainers.add(user)
-    elif role == "superuser":
-        user = make_user("root", superuser=True)
-    else:
-        roles = {"no role": (), "viewer": ("viewer",), "submitter": ("submitter",)}
-        user = make_user(role.replace(" ", "-"), *roles.get(role, (role,)))
-    client.force_login(user)
-    return user
-
-
-def switch_debug_mode_on(client: Client, reason: str) -> None:
-    response = client.post("/debug-mode/", {"reason": reason, "next": "/packs/"})
-    assert response.status_code == 302, response.content.decode()[:2000]
+    assert leak_world.contract_version.task_count == len(marked_rows())
+    # The wrong run's stored output holds markers in forms the scrubber does not know:
+    # this is what a careless view would let through.
+    logs = sealed_logs_present(leak_world)
+    cc_expected = encoded_forms(mark("cc-expected"))
+    assert any(form in logs["cc-rich"] for form in cc_expected["base64"]), logs["cc-rich"]
+    assert any(form in logs["cc-rich"] for form in cc_expected["json-escaped"])
+    assert any(form in logs["cc-rich"] for form in cc_expected["url-encoded"])
+    assert mark("rp-hidden-test") in logs["rp-rich"], logs["rp-rich"]
+    checker = encoded_forms(mark("tt-rich-checker"))
+    assert mark("tt-rich-checker") in logs["tt-rich"], logs["tt-rich"]
+    assert any(form in logs["tt-rich"] for form in checker["base64"])
+    assert any(form in logs["tt-rich"] for form in checker["json-escaped"])
 
 
 @pytest.mark.parametrize("role", ROLES)
-def test_no_page_api_partial_or_download_shows_a_sealed_value(
-    client, stored_pack, scored_runs, make_pack, role
-):
-    sign_in(client, role, make_pack)
+def test_no_request_of_any_role_shows_or_reads_a_sealed_value(leak_world, role):
+    client = leak_world.client_for(role)
 
-    seen = crawl(client, schema_urls(scored_runs))
+    with sealed_probe() as probe:
+        seen = crawl(client, schema_get_urls(leak_world))
+        posted = post_attack(client, leak_world, seen.forms)
+        switched = debug_mode_attempt(client)
 
+    # Not one statement on the sealed-value table, not one open under the sealed root,
+    # not one call of the accessor: no unprivileged path reaches sealed data at all.
+    assert probe.reads == [], describe(probe.reads)
+    assert probe.accessor_calls == []
+    statuses = [*seen.statuses.values(), *(status for _url, status in posted)]
+    assert all(status < 500 for status in statuses), [p for p in posted if p[1] >= 500]
+    if role in PRIVILEGED_ROLES:
+        assert switched == 302
+    else:
+        assert switched in (302, 403), switched  # anonymous: to the sign-in page
+        assert_privileged_urls_stay_shut(client, leak_world, role)
     if role in ("anonymous", "no role"):
         # Nothing but the sign-in page (anonymous) or 403s (an account without a role).
-        assert not any("/packs/leaky/" in url and status == 200 for url, status in seen.items())
-        assert all(status < 500 for status in seen.values())
+        assert not any("/packs/leaky/" in url and s == 200 for url, s in seen.statuses.items())
         return
+    assert_the_crawl_reached_everything(leak_world, seen.statuses)
+    print(sorted(set(posted)))
+    assert any(url.startswith("POST /upload/") for url, _status in posted)
+    assert any("run_candidates_add" in url for url, _status in posted)
 
+
+def assert_the_crawl_reached_everything(world: LeakWorld, seen: dict[str, int]) -> None:
     task_pages = [url for url in seen if "/packs/leaky/v1/tasks/" in url]
     assert len(task_pages) >= len(marked_rows()), "the crawler must reach every task page"
     assert any("/api/v1/packs/leaky/versions/1/tasks/" in url for url in seen)
@@ -373,75 +113,99 @@ def test_no_page_api_partial_or_download_shows_a_sealed_value(
     assert seen.get(bundle) == 200, "the agent bundle was not crawled"
     for path in HIDDEN_FILE_PATHS:
         assert seen[f"/api/v1/packs/leaky/versions/1/files/{path}"] == 404
-    for run in scored_runs:
+    for run in [*world.reference_runs, world.wrong_run]:
         result_pages = [url for url in seen if url.startswith(f"/runs/{run.pk}/results/")]
         assert len(result_pages) >= len(marked_rows()), "the crawler must reach every result"
         assert f"/api/v1/runs/{run.pk}/evaluations/1/results/" in seen
-    assert all(status < 500 for status in seen.values())
 
 
-def test_a_reviewer_in_debug_mode_sees_every_marker_and_every_look_is_audited(
-    client, marked_pack, stored_pack, scored_runs, make_pack
-):
-    reviewer = make_user("reviewer", "reviewer")
-    client.force_login(reviewer)
-    switch_debug_mode_on(client, "leak test: checking the privileged panels")
+def privileged_urls(world: LeakWorld) -> list[str]:
+    """One URL of each privileged panel, on the results that hold the richest output."""
+    pack = "/privileged/packs/leaky/v1"
+    urls = [f"{pack}/files/", f"{pack}/file/?path=tt-rich/check.sh"]
+    urls += [f"{pack}/resource/?task=cc-rich&name=tests", f"{pack}/resource/?task=mc&name=answer"]
+    for result in world.wrong_run.evaluations.get().results.filter(
+        task__task_id__in=["cc-rich", "rp-rich", "tt-rich"]
+    ):
+        for part in ("logs", "details", "candidate"):
+            urls.append(f"/runs/{world.wrong_run.pk}/results/{result.pk}/privileged/{part}/")
+    return urls
 
-    seen, bodies = crawl_privileged(client)
 
+def assert_privileged_urls_stay_shut(client: Client, world: LeakWorld, role: str) -> None:
+    for url in privileged_urls(world):
+        for headers in ({}, {"HX-Request": "true"}):
+            response = client.get(url, headers=headers)
+            assert response.status_code in (302, 403, 404), (role, url, response.status_code)
+            assert_no_leak(f"GET {url}", response)
+
+
+def reviewer_in_debug_mode(world: LeakWorld) -> Client:
+    client = world.client_for("reviewer")
+    response = client.post("/debug-mode/", {"reason": REASON, "next": "/packs/"})
+    assert response.status_code == 302, response.content.decode()[:2000]
+    return client
+
+
+def shown_text(bodies: dict[str, str]) -> str:
     # Highlighted code splits a marker into tokens: read the text, as the reviewer does.
-    text = html.unescape(re.sub(r"<[^>]+>", "", "\n".join(bodies.values())))
-    shown = set(re.findall(rf"{MARK}-[\w-]+", text))
-    assert expected_markers(marked_pack) <= shown
-    privileged = [url for url in seen if "/privileged/" in url]
+    return html.unescape(re.sub(r"<[^>]+>", "", "\n".join(bodies.values())))
+
+
+def test_a_reviewer_in_debug_mode_sees_every_marker_through_the_audited_accessor_only(
+    leak_world,
+):
+    client = reviewer_in_debug_mode(leak_world)
+    reviewer = leak_world.users["reviewer"]
+
+    with sealed_probe() as probe:
+        seen = crawl(client, expect_markers=True)
+
+    assert set(LABELS) <= labels_in(shown_text(seen.bodies))
+    privileged = [url for url in seen.statuses if "/privileged/" in url]
     assert any("/resource/" in url for url in privileged)
     assert any("/file/" in url for url in privileged)
     assert any(url.endswith("/privileged/logs/") for url in privileged)
     assert any(url.endswith("/privileged/candidate/") for url in privileged)
-    assert all(status < 500 for status in seen.values())
+    assert all(status < 500 for status in seen.statuses.values())
+    # Every sealed read happened inside the accessor, none in the evaluator's read or
+    # anywhere else, and each accessor call left its audit record.
+    assert probe.reads, "the privileged panels read sealed values"
+    assert probe.by_path(PRIVILEGED) == probe.reads, describe(probe.unattributed())
+    assert not probe.by_path(EVALUATOR)
     events = AuditEvent.objects.filter(user=reviewer)
+    sealed_events = events.filter(action__in=["view_resource", "view_file", "list_files"])
+    assert sealed_events.count() == len(probe.accessor_calls) > 0
     assert events.filter(action="debug_mode_on").count() == 1
-    assert events.filter(action="view_resource", pack_id="leaky").count() >= len(
-        SealedValue.objects.filter(resource__task__contract_version=stored_pack)
-    )
-    assert events.filter(action="view_file").exists()
     assert events.filter(action="view_logs").exists() and events.filter(action="view_candidate")
-    assert events.exclude(reason="leak test: checking the privileged panels").count() == 0
+    assert events.exclude(reason=REASON).count() == 0
     assert set(events.values_list("ip_address", flat=True)) == {"127.0.0.1"}
 
-    # The same URLs, as every other role (debug mode off) and as the reviewer after switching
-    # it off: never a 200, never a marker.
+    # The same URLs as the reviewer after switching debug mode off: never a 200, no marker.
     assert client.post("/debug-mode/off/").status_code == 302
-    closed = {"reviewer (off)": client}
-    for role in ROLES:
-        if role == "reviewer":
-            continue
-        other = Client()
-        sign_in(other, role, make_pack)
-        closed[role] = other
-    for role, other in closed.items():
-        for url in privileged:
-            for headers in ({}, {"HX-Request": "true"}):
-                response = other.get(url, headers=headers)
-                assert response.status_code in (302, 403, 404), (role, url, response.status_code)
-                assert_no_marker(url, response_text(response), response)
+    for url in privileged:
+        response = client.get(url)
+        assert response.status_code in (302, 403, 404), (url, response.status_code)
+        assert_no_leak(f"GET {url} (debug mode off)", response)
 
 
-def crawl_privileged(client: Client) -> tuple[dict[str, int], dict[str, str]]:
-    """The crawl of a user in debug mode: markers are expected, bodies are kept."""
-    seen: dict[str, int] = {}
-    bodies: dict[str, str] = {}
-    queue = deque(START_URLS)
-    while queue:
-        url = queue.popleft()
-        if url in seen or url.startswith(SKIP_PREFIXES) or REPEAT_VARIANTS.match(url):
-            continue
-        assert len(seen) < 3000, "the crawl is not converging"
-        variants = (False,) if url.startswith(("/admin/", "/api/")) else (False, True)
-        for htmx in variants:
-            response = client.get(url, headers={"HX-Request": "true"} if htmx else {})
-            body = response_text(response)
-            seen[url] = response.status_code
-            bodies[f"{url} htmx={htmx}"] = body
-            queue.extend(links_in(url, body))
-    return seen, bodies
+def result_panel(client: Client, world: LeakWorld, task_id: str, part: str) -> str:
+    result = world.wrong_run.evaluations.get().results.get(task__task_id=task_id)
+    url = f"/runs/{world.wrong_run.pk}/results/{result.pk}/privileged/{part}/"
+    response = client.get(url, headers={"HX-Request": "true"})
+    assert response.status_code == 200, response_text(response)[:2000]
+    return shown_text({url: response_text(response)})
+
+
+def test_result_details_show_public_file_names_and_redact_sealed_ones(leak_world):
+    # The allow_paths entry and the public test file are evaluation inputs the agent was
+    # shown (files of the public repository); the hidden test's name is sealed only.
+    client = reviewer_in_debug_mode(leak_world)
+
+    details = result_panel(client, leak_world, "rp-rich", "details")
+    logs = result_panel(client, leak_world, "rp-rich", "logs")
+
+    assert PUBLIC_SOURCE in details, details
+    assert PUBLIC_TEST in logs, logs
+    assert SEALED_TEST not in logs and SEALED_TEST not in details
+    assert "<redacted>" in logs

@@ -1,16 +1,12 @@
 """Escape suite for the sandbox backends (security.md §6 A15–A33, §7), with real processes.
 
-Every test runs on bubblewrap and on Docker. A missing backend is a skip with its printed
-reason, except Docker when SECUREBENCH_REQUIRE_DOCKER=1 (then it fails). After each test the
-machine must be clean: no container with this test's label (Docker) and no process of any
-slot uid the sandbox used (bwrap). Host folders mounted into a sandbox are made under /tmp
-and traversable by others, because bwrap resolves mount sources as the slot uid.
+Every test runs on bubblewrap and on Docker (backends and the after-test cleanliness checks:
+``sandbox_backends``). Limits are proved by outcomes — exit status, the timed_out / memory /
+output flags, bytes written, processes left — never by how long a run took.
 """
 
 from __future__ import annotations
 
-import contextlib
-import fcntl
 import json
 import os
 import shutil
@@ -18,19 +14,24 @@ import signal
 import socket
 import tempfile
 import textwrap
-import time
 import uuid
-import warnings
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import Any
 
 import pytest
 
+from tests.security.sandbox_backends import (
+    SMALL,
+    TIGHT_MEMORY,
+    WORKDIR,
+    backend_for,
+    make_host_dir,
+    write,
+)
+from tests.security.sandbox_probes import ANNOUNCING_DAEMON, survivors
 from verifiers.sandbox import (
-    Limits,
-    MiB,
     Mount,
     Sandbox,
     SandboxResult,
@@ -39,115 +40,17 @@ from verifiers.sandbox import (
     get_sandbox,
 )
 from verifiers.sandbox import bwrap as bwrap_backend
-from verifiers.sandbox.bwrap import PATH_VALUE, pids_of_uid
-
-LOCAL_IMAGE = "securebench-local/python:3.11"
-TEST_LABEL = "securebench.test-run"
-WORKDIR = "/work"
-GRACE = 4.0  # seconds a killed run may take past its wall limit
-
-SMALL = Limits(
-    wall_seconds=5.0,
-    cpu_seconds=10,
-    memory_bytes=256 * MiB,
-    pids=32,
-    file_size_bytes=16 * MiB,
-    tmp_bytes=8 * MiB,
-    work_bytes=8 * MiB,
-    open_files=64,
-    output_bytes=64 * 1024,
-)
-TIGHT_MEMORY = replace(SMALL, memory_bytes=128 * MiB)
-
-
-# --- backends --------------------------------------------------------------------------------
-
-
-def unavailable(name: str, exc: Exception) -> NoReturn:
-    reason = f"{name} sandbox unavailable: {exc}"
-    print(reason)
-    if name == "docker" and os.environ.get("SECUREBENCH_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"{reason} (SECUREBENCH_REQUIRE_DOCKER=1)")
-    pytest.skip(reason)
+from verifiers.sandbox.bwrap import PATH_VALUE
 
 
 @pytest.fixture(params=["bwrap", "docker"])
 def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    if request.param == "bwrap":
-        yield from bwrap_sandbox()
-    else:
-        yield from docker_sandbox(monkeypatch)
-
-
-def bwrap_sandbox() -> Iterator[Sandbox]:
-    try:
-        sandbox = get_sandbox("bwrap")
-    except SandboxUnavailable as exc:
-        unavailable("bwrap", exc)
-    yield sandbox
-    # Not root: no slot uid, used_uids stays empty and the backend's own teardown check is all.
-    left = {uid: pids for uid in sorted(sandbox.used_uids) if (pids := slot_leftovers(uid))}
-    assert not left, f"processes of slot uids survived the test: {left}"
-
-
-def slot_leftovers(uid: int) -> list[int]:
-    """Processes of a slot uid, checked while holding its slot lock (so no other run of the
-    machine is using the uid at that moment)."""
-    folder = Path(os.environ.get("SECUREBENCH_SANDBOX_SLOT_DIR", bwrap_backend.DEFAULT_SLOT_DIR))
-    fd = os.open(folder / f"slot-{uid}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
-    try:
-        deadline = time.monotonic() + 10.0
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if time.monotonic() > deadline:
-                    warnings.warn(
-                        f"slot uid {uid} is busy with another run; not checked", stacklevel=2
-                    )
-                    return []
-                time.sleep(0.05)
-        return pids_of_uid(uid)
-    finally:
-        os.close(fd)  # drops the lock
-
-
-def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    image = os.environ.get("SECUREBENCH_DEFAULT_IMAGE") or LOCAL_IMAGE
-    monkeypatch.setenv("SECUREBENCH_DEFAULT_IMAGE", image)
-    run_id = f"sandbox-escapes-{uuid.uuid4().hex}"
-    try:
-        from verifiers.sandbox.docker import DockerSandbox, docker_client, resolve_image  # noqa: PLC0415
-
-        client = docker_client()
-        resolve_image(client, None)  # the image must be present locally (never pulled)
-    except SandboxUnavailable as exc:
-        unavailable("docker", exc)
-    yield DockerSandbox(client, labels={TEST_LABEL: run_id})
-    left = client.containers.list(all=True, filters={"label": f"{TEST_LABEL}={run_id}"})
-    for container in left:  # leave the machine clean even when failing
-        with contextlib.suppress(Exception):
-            container.remove(force=True)
-    assert not left, f"containers of this test were left behind: {[c.name for c in left]}"
+    yield from backend_for(request.param, monkeypatch)
 
 
 @pytest.fixture
 def host_dir() -> Iterator[Path]:
-    """A host folder under /tmp that a slot uid can traverse (pytest's tmp_path is private)."""
-    path = Path(tempfile.mkdtemp(prefix="sb-escapes-", dir="/tmp"))  # noqa: S108
-    path.chmod(0o755)
-    try:
-        yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def write(path: Path, text: str, mode: int = 0o644) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    path.chmod(mode)
-    return path
+    yield from make_host_dir()
 
 
 # --- running code inside ---------------------------------------------------------------------
@@ -347,8 +250,12 @@ def test_system_folders_are_read_only(backend: Sandbox) -> None:
     """)
     outcome = report(run(backend, code))
 
-    assert set(outcome) == {*targets, "/etc/passwd", "mkdir /usr/lib"}
-    assert all(value in ("EROFS", "EACCES") for value in outcome.values()), outcome
+    # Opening an existing root-owned file checks permissions before the mount's read-only
+    # flag (on Docker's overlay): EACCES there says nothing about the root, either will do.
+    assert outcome.pop("/etc/passwd") in ("EROFS", "EACCES")
+    # Creating is refused by the read-only mount first: EROFS only, as a permission refusal
+    # (EACCES) would hide a writable root filesystem (test_sandbox_mounts probes further).
+    assert outcome == dict.fromkeys((*targets, "mkdir /usr/lib"), "EROFS")
     for target in [*targets, f"/usr/lib/{name}"]:
         assert not os.path.lexists(target), f"{target} was created on the host"
 
@@ -489,11 +396,9 @@ def test_a_fork_bomb_stops_at_the_process_limit_and_leaves_nothing_behind(
         born += 1
     print(born, error)
     """
-    started = time.monotonic()
     result = run(backend, code, limits=limits)
 
-    assert time.monotonic() - started < limits.wall_seconds
-    assert result.exit_code == 0, result
+    assert result.exit_code == 0, result  # ended by itself, not at the wall limit
     born, error = result.stdout.split()
     assert error == b"EAGAIN"
     assert 0 < int(born) <= limits.pids
@@ -510,10 +415,8 @@ def test_an_endless_fork_bomb_is_killed_at_the_deadline(backend: Sandbox) -> Non
         except OSError:
             time.sleep(0.01)
     """
-    started = time.monotonic()
     result = run(backend, code, limits=limits)
 
-    assert time.monotonic() - started < limits.wall_seconds + GRACE
     assert result.exit_code is None
     assert_flags(result, timed_out=True)
 
@@ -574,10 +477,8 @@ def test_filling_the_disk_stops_at_the_tmpfs_caps_and_leaves_nothing_on_the_host
         os.close(fd)
     print(json.dumps(out))
     """
-    started = time.monotonic()
     result = run(backend, code)
 
-    assert time.monotonic() - started < SMALL.wall_seconds
     assert report(result) == {
         "/work": [SMALL.work_bytes, "ENOSPC"],
         "/tmp": [SMALL.tmp_bytes, "ENOSPC"],
@@ -594,9 +495,7 @@ def test_a_huge_output_is_cut_off_as_output_exceeded_and_capped(backend: Sandbox
     while True:  # one endless line, no newline
         sys.stdout.write("x" * 65536)
     """
-    started = time.monotonic()
     result = run(backend, code, limits=limits)
-    elapsed = time.monotonic() - started
 
     cap = limits.output_bytes
     assert result.output_exceeded is True
@@ -605,56 +504,47 @@ def test_a_huge_output_is_cut_off_as_output_exceeded_and_capped(backend: Sandbox
     assert result.stdout.startswith(b"x" * (cap // 2) + b"\n[... ")
     assert result.stdout.endswith(b"bytes omitted by the sandbox ...]\n" + b"x" * (cap - cap // 2))
     assert cap < len(result.stdout) <= cap + 100
-    assert result.timed_out is False
-    assert elapsed < limits.wall_seconds
+    assert result.timed_out is False  # cut off by the flood, not by the wall limit
 
 
 def test_sleeping_past_the_deadline_is_timed_out_within_the_wall_limit(backend: Sandbox) -> None:
     limits = replace(SMALL, wall_seconds=2.0)
-    started = time.monotonic()
     result = run(
         backend, "import time\nprint('started', flush=True)\ntime.sleep(60)", limits=limits
     )
 
-    assert time.monotonic() - started < limits.wall_seconds + GRACE
     assert result.exit_code is None
     assert result.stdout == b"started\n"  # output before the kill is kept
     assert_flags(result, timed_out=True)
 
 
+@pytest.mark.parametrize("collect", [(), ("late.txt",)], ids=["no-collect", "collect"])
 def test_a_double_forked_setsid_daemon_does_not_survive_the_run(
-    backend: Sandbox, host_dir: Path
+    backend: Sandbox, host_dir: Path, collect: tuple[str, ...]
 ) -> None:
-    # A writable mount is the one place a survivor could reach the host: make it writable
-    # for the sandbox user, and see whether the late write ever lands there.
+    # The daemon announces its pid and pid namespace through a writable mount (the one place
+    # a survivor could reach the host) before the command ends, and carries a token on its
+    # command line. Once run() has returned, it must be found nowhere: not by the token (any
+    # uid, any container), not in its pid namespace, and the write it would make on "go"
+    # never lands. With collect, bwrap runs its wrapper: both teardown paths are covered.
     host_dir.chmod(0o777)
-    code = """
-    import os, time
-    if os.fork() == 0:
-        os.setsid()
-        if os.fork() == 0:
-            time.sleep(0.5)
-            for path in ("/out/late.txt", "/work/late.txt", "/tmp/late.txt"):
-                try:
-                    with open(path, "w") as fh:
-                        fh.write("the daemon survived")
-                except OSError:
-                    pass
-            time.sleep(60)
-        os._exit(0)
-    with open("/out/early.txt", "w") as fh:
-        fh.write("main ran")
-    print("main done")
-    """
-    result = run(
-        backend, code, mounts=(Mount(host_dir, "/out", read_only=False),), collect=("late.txt",)
+    token = f"sb-daemon-{uuid.uuid4().hex}"
+    result = backend.run(
+        SandboxSpec(
+            command=["python3", "-I", "-c", ANNOUNCING_DAEMON, "/out", token],
+            mounts=(Mount(host_dir, "/out", read_only=False),),
+            collect=collect,
+            limits=SMALL,
+        )
     )
-    time.sleep(1.0)  # a survivor would have written 0.5 s after the command started
 
-    assert (result.exit_code, result.stdout) == (0, b"main done\n")
+    assert (result.exit_code, result.stdout) == (0, b"main done\n"), result
     assert_flags(result)
-    assert (host_dir / "early.txt").read_text() == "main ran"
-    assert not (host_dir / "late.txt").exists()
+    announced = json.loads((host_dir / "daemon.json").read_text())
+    assert announced["ns"].startswith("pid:[")
+    assert survivors(token, announced["ns"]) == {}
+    (host_dir / "go").touch()  # a survivor would now write late.txt; none is left to do so
+    assert sorted(p.name for p in host_dir.iterdir()) == ["daemon.json", "go"]
     assert (result.collected, result.refused) == ({}, ())
 
 
@@ -781,14 +671,12 @@ def test_kill_ends_a_started_sandbox_at_once(backend: Sandbox) -> None:
     try:
         assert process.stdout.readline() == b"up\n"
     finally:
-        killed_at = time.monotonic()
         process.kill()
         result = process.finish()
 
-    assert time.monotonic() - killed_at < GRACE
     assert result.exit_code is None
     assert "killed by the caller" in result.notes
-    assert_flags(result)
+    assert_flags(result)  # not timed_out: the kill ended it, not the 20 s wall limit
 
 
 def test_two_sandboxes_at_once_cannot_see_each_others_processes_or_files(

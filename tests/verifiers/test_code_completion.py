@@ -18,9 +18,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-import yaml
 
-from tests.conftest import sandbox_or_skip
+from packs.compiler import compile_pack, compiled_task_lanes
+from tests.components import REFERENCE_PACKS, probe_reference_packs
+from tests.conftest import TEST_PACKS, reference_packs_or_skip, sandbox_or_skip
 from verifiers.families.code_codec import CodecError, dumps_frame, from_data, loads_frame, to_data
 from verifiers.families.code_completion import (
     TESTS_PATH,
@@ -39,49 +40,60 @@ from verifiers.sandbox.base import (
 from verifiers.task import Candidate, TaskLanes
 from verifiers.verdict import Reason, Verdict
 
-REFERENCE_PACKS = Path(__file__).resolve().parents[2].parent / "shared" / "reference-packs"
-CODE_PACKS = ("humaneval-mini", "code-completion-smoke")
+CODE_TEST_PACKS = ("code-check-style", "code-bare-call")
+REFERENCE_CODE_PACKS = ("humaneval-mini", "code-completion-smoke")
 WORKER_MARKER = b"code_worker.py"
+# Stands for the reference packs' tasks in parametrisations when they are absent: a visible
+# skip (or a failure when required), never a parametrisation that silently shrinks.
+REFERENCE_ABSENT = "reference-packs-absent"
 
 
-# --- tasks from the reference packs ----------------------------------------------------------
+# --- tasks: our test packs first, the reference packs as an extra layer -------------------------
 
 
-def load_pack(name: str) -> list[TaskLanes]:
-    """TaskLanes of a reference pack, built the way the compiler splits lanes (spec §2)."""
-    root = REFERENCE_PACKS / name
-    if not (root / "tasks.jsonl").is_file():
-        return []
-    manifest = yaml.safe_load((root / "manifest.yaml").read_text(encoding="utf-8"))
-    defaults = manifest.get("defaults", {})
-    tasks = []
-    for line in (root / "tasks.jsonl").read_text(encoding="utf-8").splitlines():
-        row = json.loads(line)
-        evaluation = row.get("eval", {})
-        tasks.append(
-            TaskLanes(
-                task_id=row["id"],
-                family=row.get("family", defaults.get("family", "code_completion")),
-                public=row["input"],
-                evaluation_inputs={"tests": evaluation["tests"]},
-                hidden={key: value for key, value in evaluation.items() if key != "tests"},
-                environment={**defaults.get("environment", {}), **row.get("environment", {})},
-                metadata=row.get("metadata", {}),
-            )
-        )
-    return tasks
+def load_pack(folder: Path) -> dict[str, TaskLanes]:
+    """Every task of a pack folder, split into lanes by the compiler itself."""
+    pack = compile_pack(folder)
+    return {task.task_id: compiled_task_lanes(task, pack.files) for task in pack.tasks}
 
 
-ALL_TASKS: dict[str, TaskLanes] = {
-    task.task_id: task for pack in CODE_PACKS for task in load_pack(pack)
+OUR_TASKS: dict[str, TaskLanes] = {
+    task_id: task
+    for name in CODE_TEST_PACKS
+    for task_id, task in load_pack(TEST_PACKS / name).items()
 }
-TASK_IDS = sorted(ALL_TASKS) or ["<reference packs absent>"]
+REFERENCE_TASKS: dict[str, TaskLanes] = (
+    {
+        task_id: task
+        for name in REFERENCE_CODE_PACKS
+        for task_id, task in load_pack(REFERENCE_PACKS / name).items()
+    }
+    if probe_reference_packs() is None
+    else {}
+)
+TASK_IDS = sorted(OUR_TASKS) + (sorted(REFERENCE_TASKS) or [REFERENCE_ABSENT])
+# Our tasks by role: a `def check(candidate)` task and a bare-call one, and tasks for the
+# behaviours below (exceptions crossing the codec, scrubbed details, builtins in the tests).
+CHECK_STYLE = "code-check-style/pairs-within"  # any_pair_within(values, gap)
+BARE_CALL = "code-bare-call/sum-pair"  # sum_pair(a, b)
+WINDOWS = "code-bare-call/windows"  # raises ValueError for a size below one
+SLUG = "code-bare-call/make-slug"  # its tests hold a long literal input
+FRACTION = "code-check-style/fraction-part"  # its tests compare with abs(...)
+
+
+def reference_ids(*task_ids: str) -> list[str]:
+    """Reference-pack task ids for a parametrisation, or the one placeholder when absent."""
+    return list(task_ids) if REFERENCE_TASKS else [REFERENCE_ABSENT]
 
 
 def get_task(task_id: str) -> TaskLanes:
-    if task_id not in ALL_TASKS:
-        pytest.skip(f"reference packs not found at {REFERENCE_PACKS}")
-    return ALL_TASKS[task_id]
+    """A task of our test packs, or of the reference packs (skipped, or failed when required,
+    when they are absent)."""
+    if task_id in OUR_TASKS:
+        return OUR_TASKS[task_id]
+    if task_id not in REFERENCE_TASKS:
+        reference_packs_or_skip()
+    return REFERENCE_TASKS[task_id]
 
 
 def entry_point(task: TaskLanes) -> str:
@@ -204,13 +216,13 @@ def test_wrong_candidates_fail(task_id: str, sandbox: Sandbox) -> None:
 
 @pytest.mark.parametrize("code", ["", "   \n\t\n"])
 def test_empty_candidate_is_invalid_without_a_sandbox(code: str) -> None:
-    task = get_task("humaneval-mini/0")
+    task = get_task(CHECK_STYLE)
     assert_failed(verify(task, Candidate.of_code(code)), Reason.INVALID_CANDIDATE)
 
 
 def test_syntax_error_and_missing_entry_point(sandbox: Sandbox) -> None:
-    task = get_task("humaneval-mini/0")
-    verdict = run(task, "def has_close_elements(numbers, threshold)\n    return True\n", sandbox)
+    task = get_task(CHECK_STYLE)
+    verdict = run(task, "def any_pair_within(values, gap)\n    return True\n", sandbox)
     assert_failed(verdict, Reason.INVALID_CANDIDATE)
     assert "SyntaxError" in verdict.details["error"]
     verdict = run(task, "def something_else():\n    return True\n", sandbox)
@@ -219,17 +231,17 @@ def test_syntax_error_and_missing_entry_point(sandbox: Sandbox) -> None:
 
 
 def test_exception_at_import_is_invalid_candidate(sandbox: Sandbox) -> None:
-    task = get_task("code-completion-smoke/add_numbers")
+    task = get_task(BARE_CALL)
     verdict = run(
-        task, "raise RuntimeError('no')\ndef add_numbers(a, b):\n    return a + b\n", sandbox
+        task, "raise RuntimeError('no')\ndef sum_pair(a, b):\n    return a + b\n", sandbox
     )
     assert_failed(verdict, Reason.INVALID_CANDIDATE)
     assert verdict.details["stage"] == "import"
 
 
 def test_candidate_exceptions_cross_as_the_same_builtin_type(sandbox: Sandbox) -> None:
-    # windowed's tests require a ValueError for size 0: it must arrive as ValueError.
-    task = get_task("code-completion-smoke/windowed")
+    # windows' tests require a ValueError for size 0: it must arrive as ValueError.
+    task = get_task(WINDOWS)
     ok = reference_candidate(task)
     assert run(task, ok, sandbox).passed
     wrong_type = ok.replace("raise ValueError", "raise KeyError")
@@ -239,34 +251,35 @@ def test_candidate_exceptions_cross_as_the_same_builtin_type(sandbox: Sandbox) -
 
 
 def test_failure_details_are_scrubbed(sandbox: Sandbox) -> None:
-    task = get_task("code-completion-smoke/windowed")
+    task = get_task(WINDOWS)
     never_raises = (
-        "def windowed(items, size):\n"
+        "def windows(items, size):\n"
         "    print('called with', repr(items), size)\n"
+        "    items = list(items)\n"
         "    return [tuple(items[i:i + size]) for i in range(0, len(items) - size + 1)]\n"
     )
     verdict = run(task, never_raises, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
-    # The test's own message ('expected ValueError') is a test literal: shown redacted, with
-    # the failing line of the tests instead.
+    # The test's own message ('expected ValueError ...') is a test literal: shown redacted,
+    # with the failing line of the tests instead.
     assert verdict.details["error"] == "AssertionError: <redacted>", explain(verdict)
     assert verdict.details["failed_test_line"] == 10
     assert "expected ValueError" not in json.dumps(verdict.details)
     # The candidate's own prints are kept, with test inputs redacted where they are literals.
-    slug = get_task("code-completion-smoke/normalize_slug")
-    echo = "def normalize_slug(text):\n    print('INPUT', text)\n    return text\n"
+    slug = get_task(SLUG)
+    echo = "def make_slug(text):\n    print('INPUT', text)\n    return text\n"
     verdict = run(slug, echo, sandbox)
     assert_failed(verdict, Reason.TESTS_FAILED)
     assert "INPUT" in verdict.stdout
-    assert "Hello, SecureBench!" not in verdict.stdout
+    assert "Tea & Biscuits, Please!" not in verdict.stdout
     assert "<redacted>" in verdict.stdout
 
 
 def test_candidate_output_is_kept_and_passing_is_unaffected(sandbox: Sandbox) -> None:
-    task = get_task("code-completion-smoke/add_numbers")
+    task = get_task(BARE_CALL)
     chatty = (
         "import os, sys\nprint('hello from import')\n"
-        "def add_numbers(a, b):\n"
+        "def sum_pair(a, b):\n"
         "    print('adding'); os.write(1, b'raw fd1 write\\n'); sys.stderr.write('err\\n')\n"
         "    return a + b\n"
     )
@@ -277,12 +290,13 @@ def test_candidate_output_is_kept_and_passing_is_unaffected(sandbox: Sandbox) ->
 
 
 def test_check_call_is_added_from_the_entry_point(sandbox: Sandbox) -> None:
-    task = get_task("humaneval-mini/0")
-    code = task.evaluation_inputs["tests"]["code"].replace("check(has_close_elements)", "")
+    task = get_task(CHECK_STYLE)
+    code = task.evaluation_inputs["tests"]["code"].replace("check(any_pair_within)", "")
+    assert code != task.evaluation_inputs["tests"]["code"]
     tests = {"source": "inline", "code": code}
     no_call = replace(task, evaluation_inputs={"tests": tests})
     assert run(no_call, reference_candidate(task), sandbox).passed
-    wrong = "def has_close_elements(numbers, threshold):\n    return True\n"
+    wrong = "def any_pair_within(values, gap):\n    return True\n"
     assert_failed(run(no_call, wrong, sandbox), Reason.TESTS_FAILED)
     # check() that nobody calls and no entry point to call it with: the task is broken.
     orphan = replace(no_call, metadata={})
@@ -291,7 +305,7 @@ def test_check_call_is_added_from_the_entry_point(sandbox: Sandbox) -> None:
 
 
 def test_task_misconfiguration_is_an_error() -> None:
-    task = get_task("humaneval-mini/0")
+    task = get_task(CHECK_STYLE)
     javascript = replace(task, public={**task.public, "language": "javascript"})
     verdict = verify(javascript, Candidate.of_code("x = 1"))
     assert (verdict.status, verdict.reason) == ("error", Reason.TASK_MISCONFIGURED)
@@ -313,22 +327,22 @@ class _NoBackend(Sandbox):
 
 
 def test_missing_sandbox_is_an_error_not_a_failure() -> None:
-    task = get_task("humaneval-mini/0")
+    task = get_task(CHECK_STYLE)
     verdict = verify(task, Candidate.of_code(reference_candidate(task)), sandbox=_NoBackend())
     assert (verdict.status, verdict.reason) == ("error", Reason.SANDBOX_UNAVAILABLE)
 
 
 def test_default_backend_comes_from_get_sandbox(monkeypatch: pytest.MonkeyPatch) -> None:
-    sandbox_or_skip("bwrap")  # skips when bwrap is unusable here
+    sandbox_or_skip("bwrap")  # skips when bwrap is unusable here (fails when required)
     monkeypatch.setenv("SECUREBENCH_SANDBOX", "bwrap")
-    task = get_task("code-completion-smoke/add_numbers")
+    task = get_task(BARE_CALL)
     verdict = verify(task, Candidate.of_code(reference_candidate(task)))
     assert verdict.passed, explain(verdict)
     assert verdict.sandbox_backend == "bwrap"
 
 
 def test_only_the_test_sandbox_gets_the_tests(tmp_path: Path) -> None:
-    task = get_task("humaneval-mini/0")
+    task = get_task(CHECK_STYLE)
     worker, tests = _specs(task, tmp_path, 5.0)
     assert TESTS_PATH in {mount.target for mount in tests.mounts}
     assert TESTS_PATH not in {mount.target for mount in worker.mounts}
@@ -341,10 +355,10 @@ def test_only_the_test_sandbox_gets_the_tests(tmp_path: Path) -> None:
 
 
 def test_reference_candidate_shapes() -> None:
-    humaneval = get_task("humaneval-mini/2")
-    assert reference_candidate(humaneval).startswith(humaneval.public["prompt"])
-    smoke = get_task("code-completion-smoke/add_numbers")
-    assert reference_candidate(smoke) == smoke.hidden["canonical_solution"]
+    check_style = get_task(FRACTION)
+    assert reference_candidate(check_style).startswith(check_style.public["prompt"])
+    bare_call = get_task(BARE_CALL)
+    assert reference_candidate(bare_call) == bare_call.hidden["canonical_solution"]
 
 
 # --- the codec ---------------------------------------------------------------------------------

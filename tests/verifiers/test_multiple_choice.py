@@ -1,20 +1,22 @@
 from __future__ import annotations
 
-import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 
+from packs.compiler import compile_pack, compiled_task_lanes
+from tests.conftest import EXAMPLES, reference_packs_or_skip
 from verifiers.families import multiple_choice
+from verifiers.oracle import oracle_candidate
 from verifiers.scoring import verify_text_family
 from verifiers.task import Candidate, TaskLanes
 from verifiers.text import MAX_CANDIDATE_CHARS
 from verifiers.verdict import Reason, Verdict
 
 CHOICES = ["first", "second", "third", "fourth"]
-REFERENCE_PACKS = Path(__file__).resolve().parents[2].parent / "shared" / "reference-packs"
-MMLU_PACK = REFERENCE_PACKS / "mmlu-abstract-algebra-mini"
+# Real multiple-choice packs: our example (answers as a letter, an index and a choice's text),
+# then the reference packs' MMLU sample when present.
+MC_PACKS = ["examples/arithmetic-mc", "reference/mmlu-abstract-algebra-mini"]
 
 
 def task(answer: Any, choices: Any = None) -> TaskLanes:
@@ -282,26 +284,26 @@ def test_the_text_dispatcher_refuses_other_families() -> None:
     assert (verdict.status, verdict.reason) == ("error", Reason.NO_VERIFIER)
 
 
-def mmlu_tasks() -> list[TaskLanes]:
-    if not MMLU_PACK.is_dir():
-        print(f"reference pack not found at {MMLU_PACK}")
-        pytest.skip(f"reference pack not found at {MMLU_PACK}")
-    lines = (MMLU_PACK / "tasks.jsonl").read_text(encoding="utf-8").splitlines()
-    rows = [json.loads(line) for line in lines if line.strip()]
-    # The compiler puts `input` in the public lane and `eval.answer` in the hidden lane.
-    return [TaskLanes(row["id"], "multiple_choice", row["input"], {}, row["eval"]) for row in rows]
+def pack_tasks(name: str) -> list[TaskLanes]:
+    """The tasks of a real pack, split into lanes by the compiler."""
+    where, pack = name.split("/")
+    folder = EXAMPLES / pack if where == "examples" else reference_packs_or_skip() / pack
+    compiled = compile_pack(folder)
+    return [compiled_task_lanes(task, compiled.files) for task in compiled.tasks]
 
 
-def test_reference_pack_oracle_answers_all_pass() -> None:
-    tasks = mmlu_tasks()
-    assert len(tasks) == 10
+@pytest.mark.parametrize("name", MC_PACKS)
+def test_real_pack_oracle_answers_all_pass(name: str) -> None:
+    tasks = pack_tasks(name)
+    assert len(tasks) >= 3
     for lanes in tasks:
-        verdict = verify_text_family(lanes, Candidate.of_text(f"Answer: {lanes.hidden['answer']}"))
+        verdict = verify_text_family(lanes, oracle_candidate(lanes))
         assert verdict.passed, (lanes.task_id, verdict)
 
 
+@pytest.mark.parametrize("name", MC_PACKS)
 @pytest.mark.parametrize("text", ["A, B, C and D", "", "A\nB\nC\nD\nAnswer: D"])
-def test_reference_pack_sprays_and_empty_answers_all_fail(text: str) -> None:
-    for lanes in mmlu_tasks():
+def test_real_pack_sprays_and_empty_answers_all_fail(name: str, text: str) -> None:
+    for lanes in pack_tasks(name):
         verdict = verify_text_family(lanes, Candidate.of_text(text))
         assert verdict.status == "failed", (lanes.task_id, verdict)

@@ -1,7 +1,7 @@
 """repo_patch verification in real sandboxes (bwrap and Docker), spec §4.5.
 
 The ``sandbox`` fixture runs every test on each available backend; a missing backend is a
-skip with its reason, except Docker when SECUREBENCH_REQUIRE_DOCKER=1 (then it fails).
+skip with its reason, or a failure when SECUREBENCH_REQUIRE names it (tests/components.py).
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from tests.components import require
 from verifiers.families import repo_patch
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 from verifiers.task import Candidate, TaskFile, TaskLanes
@@ -37,15 +38,12 @@ def open_backend(name: str, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
             sandbox = get_sandbox("docker")
             sandbox.client.images.get(image)  # type: ignore[attr-defined]
         except Exception as exc:  # noqa: BLE001 - any reason Docker is not usable here
-            message = f"Docker backend unavailable ({image}): {exc}"
-            if os.environ.get("SECUREBENCH_REQUIRE_DOCKER") == "1":
-                pytest.fail(message)
-            pytest.skip(message)
+            require("docker", f"Docker backend unavailable ({image}): {exc}")
         return sandbox
     try:
         return get_sandbox("bwrap")
     except SandboxUnavailable as exc:
-        pytest.skip(f"bwrap backend unavailable: {exc}")
+        require("bwrap", f"bwrap backend unavailable: {exc}")
 
 
 @pytest.fixture(params=["bwrap", "docker"])

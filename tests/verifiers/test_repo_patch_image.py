@@ -6,7 +6,7 @@ equal base_commit. On bwrap there is no image to take it from: error, sandbox_un
 
 A small image is built FROM the local sandbox image (nothing is pulled) and removed at the
 end. Without Docker these tests skip with the reason, or fail when
-SECUREBENCH_REQUIRE_DOCKER=1.
+SECUREBENCH_REQUIRE names docker.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from tests.components import require
 from tests.verifiers import test_repo_patch as repo_tests
 from verifiers.families import repo_patch
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
@@ -57,10 +58,7 @@ RUN cd {TESTBED} && git init -q && git add -A \\
 
 
 def require_docker(reason: str) -> None:
-    print(reason)
-    if os.environ.get("SECUREBENCH_REQUIRE_DOCKER") == "1":
-        pytest.fail(f"{reason} (SECUREBENCH_REQUIRE_DOCKER=1)")
-    pytest.skip(reason)
+    require("docker", reason)
 
 
 def build_context() -> io.BytesIO:
@@ -331,7 +329,7 @@ def bwrap_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     try:
         bwrap = get_sandbox("bwrap")
     except SandboxUnavailable as exc:
-        pytest.skip(f"bwrap backend unavailable: {exc}")
+        require("bwrap", f"bwrap backend unavailable: {exc}")
     yield from private_tempdir(bwrap, monkeypatch)
 
 

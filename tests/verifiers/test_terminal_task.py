@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from tests.conftest import reference_packs_or_skip
 from tests.verifiers import test_repo_patch as repo_tests
 from verifiers.families import terminal_task
 from verifiers.sandbox import Sandbox
@@ -16,9 +17,6 @@ from verifiers.verdict import Reason
 
 EXAMPLES = repo_tests.EXAMPLES
 sandbox = repo_tests.sandbox  # the same backend-parametrized fixture
-REFERENCE = (
-    Path(__file__).resolve().parents[3] / "shared" / "reference-packs" / "terminal-task-smoke"
-)
 CHECK_OUTPUT = (
     "from pathlib import Path\n\n\n"
     "def test_output_file():\n"
@@ -207,12 +205,12 @@ def test_json_expected_state_needs_exact_types(sandbox: Sandbox) -> None:
 
 
 def test_reference_pack_terminal_task_smoke(sandbox: Sandbox) -> None:
-    if not REFERENCE.is_dir():
-        pytest.skip(f"reference pack not found at {REFERENCE}")
-    row = json.loads((REFERENCE / "tasks.jsonl").read_text().splitlines()[0])
+    """The reference packs' terminal task, an extra layer over examples/terminal-files."""
+    reference = reference_packs_or_skip() / "terminal-task-smoke"
+    row = json.loads((reference / "tasks.jsonl").read_text().splitlines()[0])
     task = terminal_lanes(
         row["eval"]["checker"],
-        files={"checker": files_under(REFERENCE / "hidden", row["eval"]["checker"]["path"])},
+        files={"checker": files_under(reference / "hidden", row["eval"]["checker"]["path"])},
         expected_state=row["eval"]["expected_state"],
     )
     oracle = Candidate.of_workspace({"output.txt": "securebench terminal task\n"})

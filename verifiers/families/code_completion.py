@@ -43,6 +43,7 @@ from verifiers.families.base import (
 )
 from verifiers.families.code_relay import MAX_FRAME, RelayOutcome, relay
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN
+from verifiers.redaction import output_secrets
 from verifiers.sandbox.base import (
     CODE_LIMITS,
     Mount,
@@ -53,9 +54,11 @@ from verifiers.sandbox.base import (
     SandboxUnavailable,
 )
 from verifiers.task import Candidate, TaskLanes
+from verifiers.trusted_files import staged
 from verifiers.verdict import (
     ERROR,
     FAILED,
+    MIN_SCRUB_LENGTH,
     PASSED,
     Reason,
     Verdict,
@@ -161,7 +164,8 @@ def _wall_seconds(task: TaskLanes) -> float:
 def scrub_secrets(task: TaskLanes) -> list[str]:
     """Strings that must not appear in stored output: lane values, plus every literal and
     line of the test source (so a leaked assertion or echoed input is not shown verbatim)."""
-    secrets = set(secret_strings(task.secrets()))
+    # Lane values not also public (verifiers.redaction), short evaluation inputs included.
+    secrets = set(output_secrets(task, min_input_length=MIN_SCRUB_LENGTH))
     code = task.evaluation_inputs.get("tests", {}).get("code", "")
     if isinstance(code, str):
         secrets.update(line.strip() for line in code.splitlines() if len(line.strip()) >= 8)
@@ -178,10 +182,20 @@ def scrub_secrets(task: TaskLanes) -> list[str]:
     return sorted(secrets, key=len, reverse=True)
 
 
+def script_mounts() -> tuple[Mount, Mount, Mount]:
+    """The codec, worker and harness scripts, from staged copies the sandbox uid can read
+    wherever the checkout lives."""
+    return (
+        Mount(staged(SCRIPTS / "code_codec.py"), f"{LIB_DIR}/code_codec.py"),
+        Mount(staged(SCRIPTS / "code_worker.py"), f"{LIB_DIR}/code_worker.py"),
+        Mount(staged(SCRIPTS / "code_harness.py"), f"{LIB_DIR}/code_harness.py"),
+    )
+
+
 def _specs(task: TaskLanes, root: Path, wall: float) -> tuple[SandboxSpec, SandboxSpec]:
     image = task.environment.get("image")
     image = image if isinstance(image, str) and image.strip() else None
-    codec = Mount(SCRIPTS / "code_codec.py", f"{LIB_DIR}/code_codec.py")
+    codec, worker_script, harness_script = script_mounts()
     # -I: no PYTHON* variables, no user site, no script folder on sys.path (A11).
     # -S on T only: T needs nothing beyond the stdlib, so no .pth file of the image can run
     # there. W keeps site so candidates may use packages the pack's image provides.
@@ -190,7 +204,7 @@ def _specs(task: TaskLanes, root: Path, wall: float) -> tuple[SandboxSpec, Sandb
         command=["python3", "-I", "-B", f"{LIB_DIR}/code_worker.py", f"/work/{CANDIDATE_FILE}"],
         image=image,
         work_files=root / "work",
-        mounts=(codec, Mount(SCRIPTS / "code_worker.py", f"{LIB_DIR}/code_worker.py")),
+        mounts=(codec, worker_script),
         limits=CODE_LIMITS.with_wall(wall),
     )
     harness_command = ["python3", "-I", "-S", "-B", f"{LIB_DIR}/code_harness.py"]
@@ -203,7 +217,7 @@ def _specs(task: TaskLanes, root: Path, wall: float) -> tuple[SandboxSpec, Sandb
         image=image,
         mounts=(
             codec,
-            Mount(SCRIPTS / "code_harness.py", f"{LIB_DIR}/code_harness.py"),
+            harness_script,
             Mount(root / "tests" / "tests.py", TESTS_PATH),
         ),
         limits=CODE_LIMITS.with_wall(wall + TESTS_GRACE_SECONDS),

@@ -2,7 +2,7 @@
 
 Layout of one run::
 
-    prlimit --as --data --cpu --fsize --nofile --nproc --core=0 --stack --
+    prlimit --as --data --cpu --fsize --nofile --nproc --core=0 --msgqueue=0 --stack --
       setpriv --reuid=SLOT --regid=SLOT --clear-groups --          (only when we are root)
         bwrap --unshare-all --unshare-user --disable-userns --cap-drop ALL ... --
           /usr/bin/python3 -I -S -c WRAPPER CONFIG                 (trusted, from read-only /usr)
@@ -21,6 +21,10 @@ Design choices, and why:
   afterwards, so stragglers never eat the next run's budget (§9 E7). Not root: the sandbox
   runs as our own uid, RLIMIT_NPROC is not applied (it would count all our processes) and
   the process count is enforced by the watchdog only; the result says so in ``notes``.
+* **Writable = the two capped tmpfs mounts only** (and mounts a spec declares writable):
+  the root bwrap builds and its ``/dev`` (tmpfs folders owned by the sandbox uid, with no
+  size cap) are remounted read-only, and RLIMIT_MSGQUEUE=0 refuses POSIX message queues
+  (kernel memory outside every cap). No POSIX shared memory (``/dev/shm``) is offered.
 * **Work dir = a size-capped tmpfs inside the sandbox** (``--size N --tmpfs WORKDIR``), so
   disk use is capped in bytes by the kernel, never a writable bind of a host folder.
 * **Copy-in and collection go through a trusted wrapper over two pipes.** The host reads
@@ -72,22 +76,19 @@ Design choices, and why:
   PR_SET_PDEATHSIG, which fires when the *creating thread* exits (§1.3).
 * bwrap never uses ``spec.image``; the result notes that the host's ``/usr`` ran instead.
 
-The capped-output helper here (``OutputCapture``) is shared with the Docker backend.
+The capped-output helper (``OutputCapture``, in ``verifiers.sandbox.capture``) is shared
+with the Docker backend; the wrapper lives in ``bwrap_wrapper``, slots and process scans in
+``bwrap_slots``.
 """
 
 from __future__ import annotations
 
-import collections
 import concurrent.futures
 import contextlib
-import fcntl
-import functools
-import itertools
 import json
 import os
 import re
 import select
-import shutil
 import signal
 import stat
 import subprocess
@@ -105,25 +106,42 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from verifiers.sandbox.bwrap_slots import (
+    DEFAULT_SLOT_DIR,
+    DEFAULT_UID_BASE,
+    DEFAULT_UID_COUNT,
+    Slot,
+    acquire_slot,
+    kill_uid,
+    pids_in_pidns,
+    pids_of_uid,
+    rss_bytes,
+    tool,
+    tree_pids,
+)
+from verifiers.sandbox.bwrap_wrapper import (
+    WRAPPER,
+    iter_work_files,
+    parse_channel,
+    read_all,
+    write_work_files,
+)
+from verifiers.sandbox.capture import (
+    KILL_GRACE,
+    PATH_VALUE,
+    OutputCapture,
+    drain,
+    looks_like_alloc_failure,
+)
 
-PATH_VALUE = "/usr/local/bin:/usr/bin:/bin"
 WATCH_INTERVAL = 0.05  # seconds between RSS / process-count checks
-KILL_GRACE = 2.0  # seconds we allow teardown after a kill before calling it stuck
-OUTPUT_KILL_FACTOR = 8  # past this many times limits.output_bytes the run is killed
 # A run without `collect` and with at most this many work files skips the wrapper: bwrap
 # copies each file from an fd of its own (fds count against RLIMIT_NOFILE).
 DIRECT_MAX_FILES = 16
 TEARDOWN_PATIENCE = 0.05  # seconds the kernel gets to finish a namespace before we kill
-DEFAULT_UID_BASE = 61000
-DEFAULT_UID_COUNT = 64
-DEFAULT_SLOT_DIR = "/tmp/securebench-sandbox-slots"  # noqa: S108 - checked owner/mode below
 # Wrapper exit code when the command cannot be started (as a shell would).
 EXIT_NOT_FOUND = 127
 EXIT_CANNOT_RUN = 126
-# Stderr markers of an allocation refused by RLIMIT_AS (see module docstring).
-_ALLOC_FAILURE = re.compile(
-    rb"MemoryError|Cannot allocate memory|std::bad_alloc|out of memory", re.IGNORECASE
-)
 # /etc entries programs commonly need; /etc is never bound whole (no host config leaks).
 _ETC_ENTRIES = (
     "ld.so.cache",
@@ -138,179 +156,6 @@ _ETC_ENTRIES = (
     "gitconfig",
 )
 
-
-# --------------------------------------------------------------------------- output capping
-
-
-class OutputCapture:
-    """Keeps the head and tail of a stream up to ``cap`` bytes; counts everything."""
-
-    def __init__(self, cap: int) -> None:
-        self.cap = max(cap, 2)
-        self.total = 0
-        self._head = bytearray()
-        self._tail: collections.deque[bytes] = collections.deque()
-        self._tail_len = 0
-        self._lock = threading.Lock()
-
-    def feed(self, data: bytes) -> int:
-        """Add a chunk; returns the running total (callers kill far past the cap)."""
-        with self._lock:
-            self.total += len(data)
-            half = self.cap // 2
-            room = half - len(self._head)
-            if room > 0:
-                self._head += data[:room]
-                data = data[room:]
-            if data:
-                self._tail.append(data)
-                self._tail_len += len(data)
-                # Trim whole chunks, then the front of the first, to keep cap - half bytes.
-                keep = self.cap - half
-                while self._tail_len - len(self._tail[0]) >= keep:
-                    self._tail_len -= len(self._tail.popleft())
-                if self._tail_len > keep:
-                    cut = self._tail_len - keep
-                    self._tail[0] = self._tail[0][cut:]
-                    self._tail_len -= cut
-            return self.total
-
-    def value(self) -> bytes:
-        with self._lock:
-            tail = b"".join(self._tail)
-            omitted = self.total - len(self._head) - len(tail)
-            if omitted <= 0:
-                return bytes(self._head) + tail
-            marker = f"\n[... {omitted} bytes omitted by the sandbox ...]\n".encode()
-            return bytes(self._head) + marker + tail
-
-    @property
-    def truncated(self) -> bool:
-        return self.total > self.cap
-
-
-def looks_like_alloc_failure(exit_code: int | None, stderr: bytes) -> bool:
-    """A failed run whose stderr tail names an allocation failure (RLIMIT_AS/ENOMEM)."""
-    return exit_code not in (None, 0) and bool(_ALLOC_FAILURE.search(stderr[-4096:]))
-
-
-# --------------------------------------------------------------------------- the wrapper
-
-# Runs inside the sandbox as ``python3 -I -S -c WRAPPER CONFIG``. Kept small and stdlib-only.
-WRAPPER = r"""
-import ctypes, json, os, signal, stat, sys, time
-cfg = json.loads(sys.argv[1])
-try:  # PR_SET_DUMPABLE=0: same-uid processes cannot ptrace us or open /proc/<us>/fd/*
-    ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)
-except Exception:
-    pass
-out = os.fdopen(cfg["out_fd"], "wb")
-def record(obj, data=b""):
-    out.write(json.dumps(obj).encode() + b"\n" + data)
-    out.flush()
-def fail(phase, msg, code):
-    sys.stderr.write("securebench-sandbox: %s: %s\n" % (phase, msg))
-    sys.stderr.flush()
-    record({"error": phase, "msg": msg})
-    os._exit(code)
-def safe_parts(rel):
-    parts = rel.split("/")
-    if rel.startswith("/") or any(p in ("", ".", "..") for p in parts):
-        raise ValueError("bad path %r" % rel)
-    return parts
-work = os.open(cfg["workdir"], os.O_RDONLY | os.O_DIRECTORY)
-if cfg["in_fd"] >= 0:
-    src = os.fdopen(cfg["in_fd"], "rb")
-    try:
-        while True:
-            line = src.readline()
-            if not line:
-                break
-            item = json.loads(line)
-            parts = safe_parts(item["p"])
-            if item["t"] == "d":
-                os.mkdir(item["p"], item["m"] & 0o755 | 0o700, dir_fd=work)
-                continue
-            fd = os.open(item["p"], os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                         item["m"] & 0o755 | 0o600, dir_fd=work)
-            left = item["s"]
-            while left:
-                chunk = src.read(min(left, 1 << 20))
-                if not chunk:
-                    raise EOFError("truncated copy-in stream")
-                os.write(fd, chunk)
-                left -= len(chunk)
-            os.close(fd)
-    except Exception as exc:
-        fail("copy-in", repr(exc), 125)
-    src.close()
-for name in os.listdir("/proc/self/fd"):  # like close_fds: the command sees fds 0-2 only
-    if int(name) > 2:
-        try:
-            os.set_inheritable(int(name), False)
-        except OSError:
-            pass
-try:  # posix_spawn, not subprocess: far fewer imports; bwrap's --chdir set the cwd
-    child = os.posix_spawnp(cfg["cmd"][0], cfg["cmd"], os.environ)
-except FileNotFoundError as exc:
-    fail("exec", "command not found: %s" % exc.filename, 127)
-except OSError as exc:
-    fail("exec", "cannot run command: %s" % exc, 126)
-status = os.waitpid(child, 0)[1]
-code = os.waitstatus_to_exitcode(status)
-code = code if code >= 0 else 128 - code
-record({"exit": code})
-me = os.getpid()
-for _ in range(2000):  # SIGKILL everything else in the pid namespace (bwrap's pid 1 reaps)
-    try:
-        os.kill(-1, signal.SIGKILL)
-    except ProcessLookupError:
-        break
-    time.sleep(0.002)
-else:
-    fail("teardown", "processes survived SIGKILL", 125)
-cap = cfg["cap"]
-for rel in cfg["collect"]:
-    try:
-        parts = safe_parts(rel)
-        fd = os.dup(work)
-        for part in parts[:-1]:
-            # O_NOFOLLOW|O_DIRECTORY on a symlink gives ENOTDIR, not ELOOP: check first so a
-            # linked folder is refused (tampering), not reported missing.
-            if stat.S_ISLNK(os.lstat(part, dir_fd=fd).st_mode):
-                raise ValueError("symlink in path")
-            nxt = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
-            os.close(fd)
-            fd = nxt
-        leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
-        os.close(fd)
-    except ValueError as exc:
-        record({"p": rel, "st": "refused", "why": str(exc)})
-        continue
-    except OSError as exc:
-        if exc.errno == 40:  # ELOOP: a symlink where a file or folder was expected
-            record({"p": rel, "st": "refused", "why": "symlink"})
-        else:
-            record({"p": rel, "st": "missing", "why": os.strerror(exc.errno or 0)})
-        continue
-    if not stat.S_ISREG(os.fstat(leaf).st_mode):
-        os.close(leaf)
-        record({"p": rel, "st": "refused", "why": "not a regular file"})
-        continue
-    data = b""
-    while len(data) < cap:
-        chunk = os.read(leaf, min(cap - len(data), 1 << 20))
-        if not chunk:
-            break
-        data += chunk
-    os.close(leaf)
-    record({"p": rel, "st": "ok", "s": len(data)}, data)
-record({"end": True})
-out.close()
-os._exit(code)
-"""
-
-
 # --------------------------------------------------------------------------- host helpers
 
 _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_prefix="sb-spawn")
@@ -319,205 +164,6 @@ _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_pref
 def _spawn(argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
     """Popen on one long-lived thread: PR_SET_PDEATHSIG follows the creating thread."""
     return _SPAWNER.submit(subprocess.Popen, argv, **kwargs).result()
-
-
-@functools.cache  # the host's tools do not move while we run; failures are not cached
-def _tool(name: str) -> str:
-    path = shutil.which(name, path="/usr/bin:/bin:/usr/sbin:/sbin:/usr/local/bin")
-    if path is None:
-        raise SandboxUnavailable(f"bwrap backend needs `{name}`, which is not installed")
-    return path
-
-
-def _read_proc_status(pid: int) -> dict[str, str]:
-    try:
-        with open(f"/proc/{pid}/status", "rb") as fh:
-            text = fh.read().decode("ascii", "replace")
-    except OSError:
-        return {}
-    fields: dict[str, str] = {}
-    for line in text.splitlines():
-        key, _, value = line.partition(":")
-        fields[key] = value.strip()
-    return fields
-
-
-def pids_of_uid(uid: int) -> list[int]:
-    """Live (non-zombie) processes whose real uid is ``uid``."""
-    found = []
-    for entry in os.scandir("/proc"):
-        if not entry.name.isdigit():
-            continue
-        try:
-            if entry.stat(follow_symlinks=False).st_uid != uid:
-                continue  # /proc/<pid> is owned by the effective uid: a cheap first filter
-        except OSError:
-            continue
-        status = _read_proc_status(int(entry.name))
-        real_uid = status.get("Uid", "").split()
-        if real_uid and int(real_uid[0]) == uid and not status.get("State", "").startswith("Z"):
-            found.append(int(entry.name))
-    return found
-
-
-def tree_pids(root: int) -> list[int]:
-    """``root`` and all its descendants, from each thread's ``children`` list.
-
-    Every process of a sandbox descends from its outer bwrap (orphans are re-parented to the
-    namespace's pid 1), so this is the run's whole process set, read in a few files."""
-    found: list[int] = []
-    stack = [root]
-    while stack:
-        pid = stack.pop()
-        try:
-            tids = os.listdir(f"/proc/{pid}/task")
-        except OSError:
-            continue  # gone already
-        found.append(pid)
-        for tid in tids:
-            try:
-                with open(f"/proc/{pid}/task/{tid}/children", "rb") as fh:
-                    stack.extend(int(child) for child in fh.read().split())
-            except (OSError, ValueError):
-                continue
-    return found
-
-
-def _pids_in_pidns(ns_link: str) -> list[int]:
-    found = []
-    for entry in os.scandir("/proc"):
-        if entry.name.isdigit():
-            try:
-                if os.readlink(f"/proc/{entry.name}/ns/pid") == ns_link:
-                    found.append(int(entry.name))
-            except OSError:
-                continue
-    return found
-
-
-_PAGE_SIZE = os.sysconf("SC_PAGE_SIZE")
-
-
-def _rss_bytes(pids: list[int]) -> int:
-    """Summed resident set (VmRSS) of ``pids``, from the short ``statm`` files."""
-    total = 0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/statm", "rb") as fh:
-                total += int(fh.read().split()[1]) * _PAGE_SIZE
-        except (OSError, ValueError, IndexError):
-            continue
-    return total
-
-
-@dataclass
-class _Slot:
-    uid: int | None  # None: not root, runs as our own uid
-    lock_fd: int | None = None
-
-    def release(self) -> None:
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)  # closing drops the flock
-            self.lock_fd = None
-
-
-def _slot_dir() -> Path:
-    path = Path(os.environ.get("SECUREBENCH_SANDBOX_SLOT_DIR", DEFAULT_SLOT_DIR))
-    try:
-        path.mkdir(mode=0o700, exist_ok=True)
-    except OSError as exc:
-        raise SandboxUnavailable(f"cannot create sandbox slot dir {path}: {exc}") from exc
-    info = path.lstat()
-    # Someone else's folder (or a symlink planted in /tmp) must not decide our slot locks.
-    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
-        raise SandboxUnavailable(f"sandbox slot dir {path} is not a private folder of ours")
-    return path
-
-
-def kill_uid(uid: int) -> None:
-    """SIGKILL every process of ``uid`` by signalling as that uid: no pid-reuse race."""
-    subprocess.run(
-        [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
-         _tool("kill"), "-9", "-1"],
-        stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        check=False, timeout=10,
-    )  # fmt: skip
-
-
-_SLOT_TURN = itertools.count()
-
-
-def _acquire_slot(base: int, count: int, timeout: float) -> _Slot:
-    folder = _slot_dir()
-    deadline = time.monotonic() + timeout
-    # Spread workers and successive runs over the pool: bwrap's pid 1 stays a zombie of the
-    # uid until the host's init reaps it, and zombies count against RLIMIT_NPROC.
-    start = (os.getpid() + next(_SLOT_TURN)) % count
-    while True:
-        for i in range(count):
-            uid = base + (start + i) % count
-            fd = os.open(folder / f"slot-{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW
-                         | os.O_CLOEXEC, 0o600)  # fmt: skip
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-            except BlockingIOError:
-                os.close(fd)
-                continue
-            # Stragglers of a supervisor that died holding the slot are ours now: kill them
-            # before the slot is used again (one scan, well under a millisecond).
-            _kill_stragglers(uid)
-            return _Slot(uid, fd)
-        if time.monotonic() > deadline:
-            raise SandboxUnavailable(f"all {count} sandbox slots are busy")
-        time.sleep(0.05)
-
-
-def _kill_stragglers(uid: int) -> None:
-    deadline = time.monotonic() + KILL_GRACE
-    while pids_of_uid(uid) and time.monotonic() < deadline:
-        kill_uid(uid)
-        time.sleep(0.01)
-
-
-def _iter_work_files(root: Path, notes: list[str]) -> list[tuple[str, str, int]]:
-    """(relative path, "d"|"f", mode) of regular files and folders; links are skipped."""
-    items: list[tuple[str, str, int]] = []
-    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-        rel_dir = os.path.relpath(dirpath, root)
-        for name in sorted(dirnames) + sorted(filenames):
-            full = os.path.join(dirpath, name)
-            rel = name if rel_dir == "." else f"{rel_dir}/{name}"
-            info = os.lstat(full)
-            if stat.S_ISDIR(info.st_mode):
-                items.append((rel, "d", stat.S_IMODE(info.st_mode)))
-            elif stat.S_ISREG(info.st_mode):
-                items.append((rel, "f", stat.S_IMODE(info.st_mode)))
-            else:
-                notes.append(f"work_files: skipped {rel} (not a regular file or folder)")
-        dirnames.sort()
-    return items
-
-
-def _write_work_files(fd: int, root: Path, items: list[tuple[str, str, int]]) -> None:
-    """Stream work files to the wrapper; a dead reader (EPIPE) just ends the stream."""
-    try:
-        with os.fdopen(fd, "wb") as out:
-            for rel, kind, mode in items:
-                if kind == "d":
-                    out.write(json.dumps({"t": "d", "p": rel, "m": mode}).encode() + b"\n")
-                    continue
-                src = os.open(root / rel, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                with os.fdopen(src, "rb") as fh:
-                    size = os.fstat(fh.fileno()).st_size
-                    out.write(json.dumps({"t": "f", "p": rel, "m": mode, "s": size}).encode())
-                    out.write(b"\n")
-                    left = size
-                    while left:  # exactly the announced size, even if the file changes
-                        chunk = fh.read(min(left, 1 << 20)) or b"\0" * min(left, 1 << 20)
-                        out.write(chunk)
-                        left -= len(chunk)
-    except (BrokenPipeError, OSError):
-        pass
 
 
 def _open_regular(path: Path) -> int | None:
@@ -570,54 +216,6 @@ def _exec_failure_code(stderr: bytes) -> int | None:
     return EXIT_NOT_FOUND if not_found else EXIT_CANNOT_RUN
 
 
-def _drain(fd: BinaryIO, capture: OutputCapture, on_flood: threading.Event) -> None:
-    """Read a pipe to EOF; signal a kill once it goes far past the cap."""
-    limit = capture.cap * OUTPUT_KILL_FACTOR
-    while True:
-        chunk = fd.read1(65536) if hasattr(fd, "read1") else fd.read(65536)
-        if not chunk:
-            break
-        if capture.feed(chunk) > limit:
-            on_flood.set()
-    fd.close()
-
-
-def _read_all(fd: int, cap: int, sink: bytearray) -> None:
-    with os.fdopen(fd, "rb") as fh:
-        while chunk := fh.read1(65536):
-            if len(sink) < cap:
-                sink += chunk[: cap - len(sink)]
-
-
-def _parse_channel(data: bytes) -> tuple[dict, list[dict], list[bytes]]:
-    """Split the wrapper's records; returns (status, collect records, payloads)."""
-    status: dict = {}
-    records: list[dict] = []
-    payloads: list[bytes] = []
-    pos = 0
-    while pos < len(data):
-        nl = data.find(b"\n", pos)
-        if nl < 0:
-            break
-        try:
-            rec = json.loads(data[pos:nl])
-        except ValueError:
-            break
-        pos = nl + 1
-        if not isinstance(rec, dict):
-            break
-        if "exit" in rec or "error" in rec or "end" in rec:
-            status.update(rec)
-            continue
-        size = rec.get("s", 0) if rec.get("st") == "ok" else 0
-        if not isinstance(size, int) or size < 0 or pos + size > len(data):
-            break
-        records.append(rec)
-        payloads.append(data[pos : pos + size])
-        pos += size
-    return status, records, payloads
-
-
 # --------------------------------------------------------------------------- the backend
 
 
@@ -633,7 +231,7 @@ class _Flags:
 class BwrapProcess(SandboxProcess):
     """One running bwrap sandbox; also what ``BwrapSandbox.run`` drives to completion."""
 
-    def __init__(self, spec: SandboxSpec, *, interactive: bool, slot: _Slot) -> None:
+    def __init__(self, spec: SandboxSpec, *, interactive: bool, slot: Slot) -> None:
         self.spec = spec
         self.limits: Limits = spec.limits
         self._slot = slot
@@ -667,7 +265,7 @@ class BwrapProcess(SandboxProcess):
 
     def _start(self, interactive: bool) -> None:
         spec = self.spec
-        items = [] if spec.work_files is None else _iter_work_files(spec.work_files, self._notes)
+        items = [] if spec.work_files is None else iter_work_files(spec.work_files, self._notes)
         files = sum(kind == "f" for _, kind, _ in items)
         self._direct = not spec.collect and files <= DIRECT_MAX_FILES
         # The outer bwrap and its pid 1 (and the wrapper) are processes of the run too.
@@ -708,15 +306,15 @@ class BwrapProcess(SandboxProcess):
             os.close(fd)
         self._pidfd = _pidfd(self._proc.pid)
         if not self._direct:
-            self._thread(_read_all, self._out_r, self._channel_cap(), self._channel)
+            self._thread(read_all, self._out_r, self._channel_cap(), self._channel)
             if self._in_w is not None:
-                self._thread(_write_work_files, self._in_w, spec.work_files, items)
-        self._thread(_drain, self._proc.stderr, self._stderr_cap, self._flood)
+                self._thread(write_work_files, self._in_w, spec.work_files, items)
+        self._thread(drain, self._proc.stderr, self._stderr_cap, self._flood)
         if interactive:
             self.stdin = self._proc.stdin  # type: ignore[assignment]
             self.stdout = self._proc.stdout  # type: ignore[assignment]
         else:
-            self._thread(_drain, self._proc.stdout, self._stdout_cap, self._flood)
+            self._thread(drain, self._proc.stdout, self._stdout_cap, self._flood)
             if self._proc.stdin is not None:
                 self._thread(self._feed_stdin, self._proc.stdin, spec.stdin)
         self._watchdog = threading.Thread(target=self._watch, name="sb-watchdog", daemon=True)
@@ -785,13 +383,14 @@ class BwrapProcess(SandboxProcess):
     def _prlimit_args(self) -> list[str]:
         lim = self.limits
         args = [
-            _tool("prlimit"),
+            tool("prlimit"),
             f"--as={lim.memory_bytes}",
             f"--data={lim.memory_bytes}",
             f"--cpu={lim.cpu_seconds}",
             f"--fsize={lim.file_size_bytes}",
             f"--nofile={lim.open_files}",
             "--core=0",
+            "--msgqueue=0",  # POSIX message queues are kernel memory outside every cap
             f"--stack={lim.stack_bytes}",
         ]
         if self._slot.uid is not None:
@@ -803,14 +402,14 @@ class BwrapProcess(SandboxProcess):
         uid = self._slot.uid
         if uid is None:
             return []
-        return [_tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
+        return [tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
 
     def _bwrap_args(self) -> tuple[list[str], list[int]]:
         spec = self.spec
         uid = self._slot.uid if self._slot.uid is not None else os.getuid()
         gid = self._slot.uid if self._slot.uid is not None else os.getgid()
         args = [
-            _tool("bwrap"),
+            tool("bwrap"),
             "--unshare-all",
             "--unshare-user",
             "--disable-userns",
@@ -853,7 +452,10 @@ class BwrapProcess(SandboxProcess):
             fd = _data_fd(text.encode())
             fds.append(fd)
             args += ["--ro-bind-data", str(fd), target]
-        args += ["--proc", "/proc", "--dev", "/dev"]
+        # bwrap's /dev is a tmpfs owned by the sandbox uid, with no size cap: read-only, so the
+        # only writable places are the capped /tmp and work dir (its device nodes, separate
+        # bind mounts, stay usable). POSIX shared memory (/dev/shm) is thus not offered.
+        args += ["--proc", "/proc", "--dev", "/dev", "--remount-ro", "/dev"]
         args += ["--size", str(self.limits.tmp_bytes), "--tmpfs", "/tmp"]  # noqa: S108
         # --size must precede the --tmpfs it applies to (§9 E3).
         args += ["--size", str(self.limits.work_bytes), "--tmpfs", spec.workdir]
@@ -883,7 +485,7 @@ class BwrapProcess(SandboxProcess):
         """Processes of this run still alive after bwrap exited (the teardown check)."""
         if self._slot.uid is not None:
             return pids_of_uid(self._slot.uid)  # the slot uid is only ever ours
-        return _pids_in_pidns(self._ns_link) if self._ns_link is not None else []
+        return pids_in_pidns(self._ns_link) if self._ns_link is not None else []
 
     def _find_ns_link(self) -> str | None:
         try:
@@ -907,7 +509,7 @@ class BwrapProcess(SandboxProcess):
                 self._kill()
                 return
             members = self._members()
-            if _rss_bytes(members) > self.limits.memory_bytes:
+            if rss_bytes(members) > self.limits.memory_bytes:
                 self._flags.memory_exceeded = True
                 self._kill()
                 return
@@ -1011,7 +613,7 @@ class BwrapProcess(SandboxProcess):
         return {} if exec_code is None else {"exit": exec_code}
 
     def _result(self, rc: int | None, bwrap_status: dict) -> SandboxResult:
-        status, records, payloads = _parse_channel(bytes(self._channel))
+        status, records, payloads = parse_channel(bytes(self._channel))
         stderr = self._stderr_cap.value()
         if self._direct:
             status = self._direct_status(rc, bwrap_status, stderr)
@@ -1107,8 +709,8 @@ class BwrapSandbox(Sandbox):
         uid_count: int | None = None,
         slot_timeout: float = 60.0,
     ) -> None:
-        for tool in ("bwrap", "prlimit", "setpriv", "kill"):
-            _tool(tool)
+        for name in ("bwrap", "prlimit", "setpriv", "kill"):
+            tool(name)
         if not os.path.exists("/usr/bin/python3"):
             raise SandboxUnavailable("bwrap backend needs /usr/bin/python3 for its wrapper")
         env_base = os.environ.get("SECUREBENCH_SANDBOX_UID_BASE")
@@ -1119,10 +721,10 @@ class BwrapSandbox(Sandbox):
         self.privileged = os.geteuid() == 0
         self.used_uids: set[int] = set()  # slot uids this instance ran under (for audits)
 
-    def _slot(self) -> _Slot:
+    def _slot(self) -> Slot:
         if not self.privileged:
-            return _Slot(None)
-        slot = _acquire_slot(self.uid_base, self.uid_count, self.slot_timeout)
+            return Slot(None)
+        slot = acquire_slot(self.uid_base, self.uid_count, self.slot_timeout)
         self.used_uids.add(slot.uid)  # type: ignore[arg-type]
         return slot
 
@@ -1133,4 +735,15 @@ class BwrapSandbox(Sandbox):
         return BwrapProcess(spec, interactive=True, slot=self._slot())
 
 
-__all__ = ["BwrapProcess", "BwrapSandbox", "OutputCapture"]
+__all__ = [
+    "DEFAULT_SLOT_DIR",
+    "DEFAULT_UID_BASE",
+    "DEFAULT_UID_COUNT",
+    "PATH_VALUE",
+    "BwrapProcess",
+    "BwrapSandbox",
+    "OutputCapture",
+    "kill_uid",
+    "pids_of_uid",
+    "tree_pids",
+]

@@ -18,6 +18,12 @@ as uid 65534 into it:
    thread as soon as the command's streams end, so it overlaps the caller's other work;
    ``finish()`` still returns only once it is done (A28).
 
+Writable places: the two capped tmpfs mounts (work dir, /tmp) and mounts a spec declares
+writable; the root filesystem is read-only, ``ipc_mode="none"`` drops Docker's default
+writable 64 MiB ``/dev/shm``, and RLIMIT_MSGQUEUE=0 refuses POSIX message queues. ``/dev``
+and ``/sys/fs/cgroup`` stay engine tmpfs folders owned by root (0755), which the sandbox uid,
+holding no capability, cannot write.
+
 Containers orphaned by a SIGKILLed worker are for ``remove_stale_containers`` (a janitor).
 
 Why not ``put_archive``/``get_archive``: with a read-only root the daemon refuses to
@@ -39,18 +45,13 @@ from __future__ import annotations
 
 import contextlib
 import io
-import json
 import os
 import select
-import socket
-import stat
-import struct
 import tarfile
 import tempfile
 import threading
 import time
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any, BinaryIO
 
 from verifiers.sandbox.base import (
@@ -62,50 +63,35 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from verifiers.sandbox.bwrap import (
+from verifiers.sandbox.capture import (
     KILL_GRACE,
     OUTPUT_KILL_FACTOR,
     PATH_VALUE,
     OutputCapture,
     looks_like_alloc_failure,
 )
+from verifiers.sandbox.docker_engine import (
+    DEFAULT_LOCAL_IMAGE,
+    LABEL,
+    docker_client,
+    docker_module,
+    remove_stale_containers,
+    resolve_image,
+)
+from verifiers.sandbox.docker_exec import (
+    KILL_ALL,
+    LINKED_PATHS,
+    RUN_THEN_KILL,
+    SANDBOX_UID,
+    DockerExec,
+    SocketWriter,
+    oom_kills,
+    safe_relpath,
+    work_tar,
+)
 
-SANDBOX_UID = 65534
 KEEPER_UID = 65533  # the keeper must not be killable by the run's `kill -9 -1`
-LABEL = "securebench.sandbox"
-DEFAULT_LOCAL_IMAGE = "securebench-local/python:3.11"
 EXIT_SIGKILL = 128 + 9
-_RUN_THEN_KILL = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
-# `kill -9 -1` as 65534 until no process of 65534 but this shell is left. `kill -0 -1` cannot
-# be the test: kill(-1) also returns 0 when the only others are processes it may not signal.
-# Prints each argument path that has a symlink anywhere along it (parents or the leaf).
-_LINKED_PATHS = r"""
-for p do
-  cur=
-  rest=$p
-  while [ -n "$rest" ]; do
-    part=${rest%%/*}
-    [ "$part" = "$rest" ] && rest= || rest=${rest#*/}
-    cur=${cur:+$cur/}$part
-    if [ -L "$cur" ]; then echo "$p"; break; fi
-  done
-done
-"""
-
-_KILL_ALL = r"""
-me=$$; n=0
-while :; do
-  kill -9 -1 2>/dev/null; left=
-  for d in /proc/[0-9]*; do
-    [ "${d#/proc/}" = "$me" ] && continue
-    u=$(sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' "$d/status" 2>/dev/null)
-    [ "$u" = 65534 ] && left=1
-  done
-  [ -z "$left" ] && exit 0
-  n=$((n+1)); [ "$n" -gt 500 ] && exit 1
-  sleep 0.01
-done
-"""
 
 
 @dataclass(frozen=True)
@@ -122,57 +108,6 @@ class ImageWorkdirSpec(SandboxSpec):
     workdir_from_image: bool = True
 
 
-def _docker_module() -> Any:
-    try:
-        import docker  # noqa: PLC0415 - optional dependency, imported only when used
-    except ImportError as exc:
-        raise SandboxUnavailable("the `docker` Python package is not installed") from exc
-    return docker
-
-
-def docker_client(timeout: float = 30.0) -> Any:
-    """A client for the engine from the environment; SandboxUnavailable if unreachable."""
-    docker = _docker_module()
-    try:
-        client = docker.from_env(timeout=timeout)
-        client.ping()
-    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
-        raise SandboxUnavailable(f"Docker engine unreachable: {exc}") from exc
-    return client
-
-
-def _image_present(client: Any, name: str) -> bool:
-    try:
-        client.images.get(name)
-    except Exception:  # noqa: BLE001 - ImageNotFound or API error: not usable here
-        return False
-    return True
-
-
-def resolve_image(client: Any, image: str | None) -> tuple[str, list[str]]:
-    """Alias → the image itself → SECUREBENCH_DEFAULT_IMAGE; never pulls."""
-    try:
-        aliases = json.loads(os.environ.get("SECUREBENCH_IMAGE_ALIASES") or "{}")
-    except ValueError as exc:
-        raise SandboxUnavailable(f"SECUREBENCH_IMAGE_ALIASES is not JSON: {exc}") from exc
-    default = os.environ.get("SECUREBENCH_DEFAULT_IMAGE")
-    candidates: list[str] = []
-    if image and isinstance(aliases, dict) and isinstance(aliases.get(image), str):
-        candidates.append(aliases[image])
-    if image:
-        candidates.append(image)
-    if default:
-        candidates.append(default)
-    for name in candidates:
-        if _image_present(client, name):
-            notes = [] if name == image else [f"pack image {image} mapped to local image {name}"]
-            return name, notes
-    raise SandboxUnavailable(
-        f"image {image} is not available locally and no registry is reachable; "
-        "set SECUREBENCH_IMAGE_ALIASES or SECUREBENCH_DEFAULT_IMAGE"
-    )
-
-
 def _cpus(limits: Limits) -> float:
     # security.md §7: 1 CPU for the code profile, 2 above it (Limits has no cpu count field).
     return 1.0 if limits.memory_bytes <= CODE_LIMITS.memory_bytes else 2.0
@@ -184,131 +119,6 @@ def _tmpfs_opts(size: int, *, owner: int | None, mode: str) -> str:
     # as they would on bwrap. nosuid keeps set-id bits inert.
     opts = f"rw,exec,nosuid,nodev,size={size},nr_inodes={inodes},mode={mode}"
     return opts + (f",uid={owner},gid={owner}" if owner is not None else "")
-
-
-def _work_tar(root: Path, notes: list[str]) -> tempfile.SpooledTemporaryFile[bytes]:
-    """A tar of regular files and folders under root (links skipped), owned by 65534."""
-    spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(16 << 20)  # noqa: SIM115
-    with tarfile.open(fileobj=spool, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
-            dirnames.sort()
-            for name in sorted(dirnames) + sorted(filenames):
-                full = os.path.join(dirpath, name)
-                rel = os.path.relpath(full, root)
-                info = os.lstat(full)
-                member = tarfile.TarInfo(rel)
-                member.uid = member.gid = SANDBOX_UID
-                member.mode = stat.S_IMODE(info.st_mode) & 0o755 | 0o600
-                member.mtime = int(info.st_mtime)
-                if stat.S_ISDIR(info.st_mode):
-                    member.type = tarfile.DIRTYPE
-                    member.mode |= 0o700
-                    tar.addfile(member)
-                elif stat.S_ISREG(info.st_mode):
-                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
-                    with os.fdopen(fd, "rb") as fh:
-                        member.size = os.fstat(fh.fileno()).st_size
-                        tar.addfile(member, fh)
-                else:
-                    notes.append(f"work_files: skipped {rel} (not a regular file or folder)")
-    spool.seek(0)
-    return spool
-
-
-class _Exec:
-    """One ``docker exec`` with its attach socket; frames are demultiplexed by ``pump``."""
-
-    def __init__(self, api: Any, container_id: str, cmd: list[str], **kwargs: Any) -> None:
-        self.api = api
-        self.id = api.exec_create(
-            container_id, cmd, stdin=True, stdout=True, stderr=True, tty=False, **kwargs
-        )["Id"]
-        handle = api.exec_start(self.id, socket=True)
-        self._handle = handle
-        self.sock: socket.socket = getattr(handle, "_sock", handle)
-
-    def send(self, data: bytes | BinaryIO) -> None:
-        try:
-            if isinstance(data, bytes | bytearray):
-                self.sock.sendall(data)
-            else:
-                while chunk := data.read(1 << 20):
-                    self.sock.sendall(chunk)
-        except OSError:
-            pass  # the process stopped reading; like a broken pipe
-        self.close_stdin()
-
-    def close_stdin(self) -> None:
-        # Half-close: the daemon then closes the process's stdin.
-        with contextlib.suppress(OSError):
-            self.sock.shutdown(socket.SHUT_WR)
-
-    def pump(self, on_stdout: Any, on_stderr: Any) -> None:
-        """Read frames until EOF: ``[stream, 0, 0, 0, size:u32be] payload``."""
-        reader = self.sock.makefile("rb")
-        try:
-            while header := reader.read(8):
-                if len(header) < 8:
-                    break
-                kind, size = header[0], struct.unpack(">I", header[4:])[0]
-                payload = reader.read(size)
-                (on_stderr if kind == 2 else on_stdout)(payload)
-        except OSError:
-            pass
-        finally:
-            reader.close()
-
-    def exit_code(self, timeout: float = 5.0) -> int | None:
-        deadline = time.monotonic() + timeout
-        while True:
-            info = self.api.exec_inspect(self.id)
-            if not info.get("Running") or time.monotonic() > deadline:
-                return info.get("ExitCode")
-            time.sleep(0.01)
-
-    def close(self) -> None:
-        for thing in (self.sock, self._handle):
-            with contextlib.suppress(OSError):
-                thing.close()
-
-
-class _SocketWriter(io.RawIOBase):
-    """stdin of a started sandbox: write/flush like a pipe, close = EOF for the process."""
-
-    def __init__(self, ex: _Exec) -> None:
-        self._ex = ex
-
-    def writable(self) -> bool:
-        return True
-
-    def write(self, data: Any) -> int:
-        self._ex.sock.sendall(bytes(data))
-        return len(data)
-
-    def close(self) -> None:
-        if not self.closed:
-            self._ex.close_stdin()
-        super().close()
-
-
-def _oom_kills(container_id: str) -> int | None:
-    """The container cgroup's oom_kill counter (v1 or v2, cgroupfs or systemd driver)."""
-    candidates = (
-        f"/sys/fs/cgroup/memory/docker/{container_id}/memory.oom_control",
-        f"/sys/fs/cgroup/memory/system.slice/docker-{container_id}.scope/memory.oom_control",
-        f"/sys/fs/cgroup/docker/{container_id}/memory.events",
-        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.events",
-    )
-    for path in candidates:
-        try:
-            with open(path) as fh:
-                for line in fh:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
-    return None
 
 
 class DockerProcess(SandboxProcess):
@@ -366,7 +176,7 @@ class DockerProcess(SandboxProcess):
         }
 
     def _create(self) -> None:
-        docker = _docker_module()
+        docker = docker_module()
         lim, spec = self.limits, self.spec
         ulimits = [
             docker.types.Ulimit(name=name, soft=value, hard=value)
@@ -375,6 +185,7 @@ class DockerProcess(SandboxProcess):
                 ("fsize", lim.file_size_bytes),
                 ("nofile", lim.open_files),
                 ("core", 0),
+                ("msgqueue", 0),  # POSIX message queues are kernel memory outside every cap
                 ("stack", lim.stack_bytes),
             )
         ]
@@ -408,6 +219,8 @@ class DockerProcess(SandboxProcess):
                 tty=False,
                 stdin_open=False,
                 hostname="sandbox",
+                # No /dev/shm: Docker's default is a writable 64 MiB tmpfs outside our caps.
+                ipc_mode="none",
                 volumes=binds or None,
                 labels=self._labels,
                 detach=True,
@@ -423,7 +236,7 @@ class DockerProcess(SandboxProcess):
         """The image's own folder at workdir as a tar (None if not asked or not there)."""
         if not getattr(self.spec, "workdir_from_image", False):
             return None
-        docker = _docker_module()
+        docker = docker_module()
         try:
             stream, _stat = self._container.get_archive(self.spec.workdir)
         except docker.errors.NotFound:
@@ -440,8 +253,8 @@ class DockerProcess(SandboxProcess):
         spool.seek(0)
         return spool
 
-    def _exec(self, cmd: list[str], **kwargs: Any) -> _Exec:
-        return _Exec(
+    def _exec(self, cmd: list[str], **kwargs: Any) -> DockerExec:
+        return DockerExec(
             self.api,
             self._container.id,
             cmd,
@@ -477,7 +290,7 @@ class DockerProcess(SandboxProcess):
                 )
         if self.spec.work_files is None:
             return
-        with _work_tar(self.spec.work_files, self._notes) as archive:
+        with work_tar(self.spec.work_files, self._notes) as archive:
             code, _, err = self._run_exec(
                 ["tar", "-x", "-f", "-", "-C", self.spec.workdir], archive
             )
@@ -490,7 +303,7 @@ class DockerProcess(SandboxProcess):
         try:
             # A prompt `kill -9 -1` right after the command exits leaves a daemon no time to
             # rewrite results; _collect() still verifies nothing is left before reading.
-            wrapped = ["sh", "-c", _RUN_THEN_KILL, "sh", *self.spec.command]
+            wrapped = ["sh", "-c", RUN_THEN_KILL, "sh", *self.spec.command]
             self._cmd = self._exec(wrapped, workdir=self.spec.workdir)
         except Exception as exc:  # noqa: BLE001
             raise SandboxUnavailable(f"cannot exec in the container: {exc}") from exc
@@ -499,7 +312,7 @@ class DockerProcess(SandboxProcess):
             read_fd, self._stdout_pipe_w = os.pipe()
             os.set_blocking(self._stdout_pipe_w, False)  # so a kill can interrupt a full pipe
             self.stdout = os.fdopen(read_fd, "rb")
-            self.stdin = io.BufferedWriter(_SocketWriter(self._cmd))  # type: ignore[assignment]
+            self.stdin = io.BufferedWriter(SocketWriter(self._cmd))  # type: ignore[assignment]
             on_stdout = self._to_pipe
         else:
             on_stdout = self._capture(self._stdout_cap)
@@ -655,7 +468,7 @@ class DockerProcess(SandboxProcess):
                 return True
         except Exception:  # noqa: BLE001, S110 - removed already: fall through
             pass
-        kills = _oom_kills(self._container.id)
+        kills = oom_kills(self._container.id)
         if kills is not None:
             return kills > 0
         if exit_code == EXIT_SIGKILL and not killed:
@@ -665,16 +478,16 @@ class DockerProcess(SandboxProcess):
 
     def _collect(self) -> tuple[dict[str, bytes], list[str]]:
         """Kill what is left of the run, then tar the paths out and accept regular files."""
-        code, _, _ = self._run_exec(["sh", "-c", _KILL_ALL])
+        code, _, _ = self._run_exec(["sh", "-c", KILL_ALL])
         if code != 0:
             self._notes.append("collection skipped: the run's processes could not be stopped")
             return {}, []
-        refused = [p for p in self.spec.collect if not _safe_relpath(p)]
-        paths = [p for p in self.spec.collect if _safe_relpath(p)]
+        refused = [p for p in self.spec.collect if not safe_relpath(p)]
+        paths = [p for p in self.spec.collect if safe_relpath(p)]
         # tar follows a symlinked folder on the way to a path; refuse any path with a link
         # in it (every process of the run is dead, so nothing can swap one in afterwards).
         _, out, _ = self._run_exec(
-            ["sh", "-c", _LINKED_PATHS, "sh", *paths], workdir=self.spec.workdir
+            ["sh", "-c", LINKED_PATHS, "sh", *paths], workdir=self.spec.workdir
         )
         linked = set(out.decode("utf-8", "replace").splitlines())
         refused += [p for p in paths if p in linked]
@@ -743,40 +556,6 @@ class _Ended:
     oom: bool
 
 
-def _safe_relpath(rel: str) -> bool:
-    parts = rel.split("/")
-    return bool(rel) and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
-
-
-def remove_stale_containers(
-    client: Any,
-    older_than_seconds: float,
-    *,
-    labels: dict[str, str] | None = None,
-    now: float | None = None,
-) -> list[str]:
-    """Force-remove our sandbox containers created more than ``older_than_seconds`` ago.
-
-    A worker killed by SIGKILL (or a host crash) never reaches ``finish()``, and the keeper
-    (``sleep infinity``) keeps its container running forever. Pass the task's hard time
-    limit: no live run is older than that, so only orphans go. Only containers with our
-    label (and every one of ``labels``) are considered. Returns the ids removed.
-    """
-    filters = [f"{LABEL}=1", *(f"{key}={value}" for key, value in (labels or {}).items())]
-    cutoff = (time.time() if now is None else now) - older_than_seconds
-    removed: list[str] = []
-    for entry in client.api.containers(all=True, filters={"label": filters}):
-        # The list endpoint's Created is epoch seconds from the engine (same host clock).
-        if int(entry.get("Created", 0)) > cutoff:
-            continue
-        try:
-            client.api.remove_container(entry["Id"], force=True)
-        except Exception:  # noqa: BLE001, S112 - gone meanwhile or being removed: nothing to do
-            continue
-        removed.append(entry["Id"])
-    return removed
-
-
 class DockerSandbox(Sandbox):
     name = "docker"
 
@@ -792,6 +571,8 @@ class DockerSandbox(Sandbox):
 
 
 __all__ = [
+    "DEFAULT_LOCAL_IMAGE",
+    "LABEL",
     "DockerProcess",
     "DockerSandbox",
     "ImageWorkdirSpec",

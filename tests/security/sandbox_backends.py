@@ -1,0 +1,134 @@
+"""Sandbox backends for the escape and mount suites, and the after-test cleanliness checks.
+
+A missing backend is a skip with its printed reason, or a failure when SECUREBENCH_REQUIRE
+names it (tests/components.py). After each test the machine must be clean: no
+container with this test's label (Docker) and no process of any slot uid the sandbox used
+(bwrap as root; without root the tests that leave processes check by token and namespace).
+Host folders mounted into a sandbox are made under /tmp and traversable by others, because
+bwrap resolves mount sources as the slot uid.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import fcntl
+import os
+import shutil
+import tempfile
+import time
+import uuid
+import warnings
+from collections.abc import Iterator
+from dataclasses import replace
+from pathlib import Path
+from typing import NoReturn
+
+import pytest
+
+from tests.components import require
+from verifiers.sandbox import Limits, MiB, Sandbox, SandboxUnavailable, get_sandbox
+from verifiers.sandbox import bwrap as bwrap_backend
+from verifiers.sandbox.bwrap import pids_of_uid
+
+LOCAL_IMAGE = "securebench-local/python:3.11"
+TEST_LABEL = "securebench.test-run"
+WORKDIR = "/work"
+
+SMALL = Limits(
+    wall_seconds=5.0,
+    cpu_seconds=10,
+    memory_bytes=256 * MiB,
+    pids=32,
+    file_size_bytes=16 * MiB,
+    tmp_bytes=8 * MiB,
+    work_bytes=8 * MiB,
+    open_files=64,
+    output_bytes=64 * 1024,
+)
+TIGHT_MEMORY = replace(SMALL, memory_bytes=128 * MiB)
+
+
+# --- backends --------------------------------------------------------------------------------
+
+
+def unavailable(name: str, exc: Exception) -> NoReturn:
+    require(name, f"{name} sandbox unavailable: {exc}")
+
+
+def backend_for(name: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    """The backend ``name`` for one test, then the cleanliness check (use with yield from)."""
+    if name == "bwrap":
+        yield from bwrap_sandbox()
+    else:
+        yield from docker_sandbox(monkeypatch)
+
+
+def bwrap_sandbox() -> Iterator[Sandbox]:
+    try:
+        sandbox = get_sandbox("bwrap")
+    except SandboxUnavailable as exc:
+        unavailable("bwrap", exc)
+    yield sandbox
+    # Not root: no slot uid, used_uids stays empty; tests that leave processes behind then
+    # look for them by token and pid namespace (sandbox_probes.survivors).
+    left = {uid: pids for uid in sorted(sandbox.used_uids) if (pids := slot_leftovers(uid))}
+    assert not left, f"processes of slot uids survived the test: {left}"
+
+
+def slot_leftovers(uid: int) -> list[int]:
+    """Processes of a slot uid, checked while holding its slot lock (so no other run of the
+    machine is using the uid at that moment)."""
+    folder = Path(os.environ.get("SECUREBENCH_SANDBOX_SLOT_DIR", bwrap_backend.DEFAULT_SLOT_DIR))
+    fd = os.open(folder / f"slot-{uid}.lock", os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        deadline = time.monotonic() + 10.0
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if time.monotonic() > deadline:
+                    warnings.warn(
+                        f"slot uid {uid} is busy with another run; not checked", stacklevel=2
+                    )
+                    return []
+                time.sleep(0.05)
+        return pids_of_uid(uid)
+    finally:
+        os.close(fd)  # drops the lock
+
+
+def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    image = os.environ.get("SECUREBENCH_DEFAULT_IMAGE") or LOCAL_IMAGE
+    monkeypatch.setenv("SECUREBENCH_DEFAULT_IMAGE", image)
+    run_id = f"sandbox-escapes-{uuid.uuid4().hex}"
+    try:
+        from verifiers.sandbox.docker import DockerSandbox, docker_client, resolve_image  # noqa: PLC0415
+
+        client = docker_client()
+        resolve_image(client, None)  # the image must be present locally (never pulled)
+    except SandboxUnavailable as exc:
+        unavailable("docker", exc)
+    yield DockerSandbox(client, labels={TEST_LABEL: run_id})
+    left = client.containers.list(all=True, filters={"label": f"{TEST_LABEL}={run_id}"})
+    for container in left:  # leave the machine clean even when failing
+        with contextlib.suppress(Exception):
+            container.remove(force=True)
+    assert not left, f"containers of this test were left behind: {[c.name for c in left]}"
+
+
+def make_host_dir() -> Iterator[Path]:
+    """A host folder under /tmp that a slot uid can traverse (pytest's tmp_path is private)."""
+    path = Path(tempfile.mkdtemp(prefix="sb-escapes-", dir="/tmp"))  # noqa: S108
+    path.chmod(0o755)
+    try:
+        yield path
+    finally:
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def write(path: Path, text: str, mode: int = 0o644) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    path.chmod(mode)
+    return path

@@ -1,0 +1,93 @@
+"""The Docker engine behind the Docker backend: client, image choice, stale-container janitor."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from typing import Any
+
+from verifiers.sandbox.base import SandboxUnavailable
+
+LABEL = "securebench.sandbox"
+DEFAULT_LOCAL_IMAGE = "securebench-local/python:3.11"
+
+
+def docker_module() -> Any:
+    try:
+        import docker  # noqa: PLC0415 - optional dependency, imported only when used
+    except ImportError as exc:
+        raise SandboxUnavailable("the `docker` Python package is not installed") from exc
+    return docker
+
+
+def docker_client(timeout: float = 30.0) -> Any:
+    """A client for the engine from the environment; SandboxUnavailable if unreachable."""
+    docker = docker_module()
+    try:
+        client = docker.from_env(timeout=timeout)
+        client.ping()
+    except Exception as exc:  # noqa: BLE001 - any failure means "no engine"
+        raise SandboxUnavailable(f"Docker engine unreachable: {exc}") from exc
+    return client
+
+
+def image_present(client: Any, name: str) -> bool:
+    try:
+        client.images.get(name)
+    except Exception:  # noqa: BLE001 - ImageNotFound or API error: not usable here
+        return False
+    return True
+
+
+def resolve_image(client: Any, image: str | None) -> tuple[str, list[str]]:
+    """Alias → the image itself → SECUREBENCH_DEFAULT_IMAGE; never pulls."""
+    try:
+        aliases = json.loads(os.environ.get("SECUREBENCH_IMAGE_ALIASES") or "{}")
+    except ValueError as exc:
+        raise SandboxUnavailable(f"SECUREBENCH_IMAGE_ALIASES is not JSON: {exc}") from exc
+    default = os.environ.get("SECUREBENCH_DEFAULT_IMAGE")
+    candidates: list[str] = []
+    if image and isinstance(aliases, dict) and isinstance(aliases.get(image), str):
+        candidates.append(aliases[image])
+    if image:
+        candidates.append(image)
+    if default:
+        candidates.append(default)
+    for name in candidates:
+        if image_present(client, name):
+            notes = [] if name == image else [f"pack image {image} mapped to local image {name}"]
+            return name, notes
+    raise SandboxUnavailable(
+        f"image {image} is not available locally and no registry is reachable; "
+        "set SECUREBENCH_IMAGE_ALIASES or SECUREBENCH_DEFAULT_IMAGE"
+    )
+
+
+def remove_stale_containers(
+    client: Any,
+    older_than_seconds: float,
+    *,
+    labels: dict[str, str] | None = None,
+    now: float | None = None,
+) -> list[str]:
+    """Force-remove our sandbox containers created more than ``older_than_seconds`` ago.
+
+    A worker killed by SIGKILL (or a host crash) never reaches ``finish()``, and the keeper
+    (``sleep infinity``) keeps its container running forever. Pass the task's hard time
+    limit: no live run is older than that, so only orphans go. Only containers with our
+    label (and every one of ``labels``) are considered. Returns the ids removed.
+    """
+    filters = [f"{LABEL}=1", *(f"{key}={value}" for key, value in (labels or {}).items())]
+    cutoff = (time.time() if now is None else now) - older_than_seconds
+    removed: list[str] = []
+    for entry in client.api.containers(all=True, filters={"label": filters}):
+        # The list endpoint's Created is epoch seconds from the engine (same host clock).
+        if int(entry.get("Created", 0)) > cutoff:
+            continue
+        try:
+            client.api.remove_container(entry["Id"], force=True)
+        except Exception:  # noqa: BLE001, S112 - gone meanwhile or being removed: nothing to do
+            continue
+        removed.append(entry["Id"])
+    return removed

@@ -1,0 +1,179 @@
+"""Plumbing of the Docker backend: ``docker exec`` with its attach socket, the trusted shell
+scripts run inside the container, the copy-in tar and the cgroup's OOM counter."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import os
+import socket
+import stat
+import struct
+import tarfile
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, BinaryIO
+
+SANDBOX_UID = 65534
+RUN_THEN_KILL = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
+# `kill -9 -1` as 65534 until no process of 65534 but this shell is left. `kill -0 -1` cannot
+# be the test: kill(-1) also returns 0 when the only others are processes it may not signal.
+# Prints each argument path that has a symlink anywhere along it (parents or the leaf).
+LINKED_PATHS = r"""
+for p do
+  cur=
+  rest=$p
+  while [ -n "$rest" ]; do
+    part=${rest%%/*}
+    [ "$part" = "$rest" ] && rest= || rest=${rest#*/}
+    cur=${cur:+$cur/}$part
+    if [ -L "$cur" ]; then echo "$p"; break; fi
+  done
+done
+"""
+
+KILL_ALL = r"""
+me=$$; n=0
+while :; do
+  kill -9 -1 2>/dev/null; left=
+  for d in /proc/[0-9]*; do
+    [ "${d#/proc/}" = "$me" ] && continue
+    u=$(sed -n 's/^Uid:[[:space:]]*\([0-9]*\).*/\1/p' "$d/status" 2>/dev/null)
+    [ "$u" = 65534 ] && left=1
+  done
+  [ -z "$left" ] && exit 0
+  n=$((n+1)); [ "$n" -gt 500 ] && exit 1
+  sleep 0.01
+done
+"""
+
+
+def work_tar(root: Path, notes: list[str]) -> tempfile.SpooledTemporaryFile[bytes]:
+    """A tar of regular files and folders under root (links skipped), owned by 65534."""
+    spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(16 << 20)  # noqa: SIM115
+    with tarfile.open(fileobj=spool, mode="w", format=tarfile.PAX_FORMAT) as tar:
+        for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+            dirnames.sort()
+            for name in sorted(dirnames) + sorted(filenames):
+                full = os.path.join(dirpath, name)
+                rel = os.path.relpath(full, root)
+                info = os.lstat(full)
+                member = tarfile.TarInfo(rel)
+                member.uid = member.gid = SANDBOX_UID
+                member.mode = stat.S_IMODE(info.st_mode) & 0o755 | 0o600
+                member.mtime = int(info.st_mtime)
+                if stat.S_ISDIR(info.st_mode):
+                    member.type = tarfile.DIRTYPE
+                    member.mode |= 0o700
+                    tar.addfile(member)
+                elif stat.S_ISREG(info.st_mode):
+                    fd = os.open(full, os.O_RDONLY | os.O_NOFOLLOW | os.O_CLOEXEC)
+                    with os.fdopen(fd, "rb") as fh:
+                        member.size = os.fstat(fh.fileno()).st_size
+                        tar.addfile(member, fh)
+                else:
+                    notes.append(f"work_files: skipped {rel} (not a regular file or folder)")
+    spool.seek(0)
+    return spool
+
+
+class DockerExec:
+    """One ``docker exec`` with its attach socket; frames are demultiplexed by ``pump``."""
+
+    def __init__(self, api: Any, container_id: str, cmd: list[str], **kwargs: Any) -> None:
+        self.api = api
+        self.id = api.exec_create(
+            container_id, cmd, stdin=True, stdout=True, stderr=True, tty=False, **kwargs
+        )["Id"]
+        handle = api.exec_start(self.id, socket=True)
+        self._handle = handle
+        self.sock: socket.socket = getattr(handle, "_sock", handle)
+
+    def send(self, data: bytes | BinaryIO) -> None:
+        try:
+            if isinstance(data, bytes | bytearray):
+                self.sock.sendall(data)
+            else:
+                while chunk := data.read(1 << 20):
+                    self.sock.sendall(chunk)
+        except OSError:
+            pass  # the process stopped reading; like a broken pipe
+        self.close_stdin()
+
+    def close_stdin(self) -> None:
+        # Half-close: the daemon then closes the process's stdin.
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_WR)
+
+    def pump(self, on_stdout: Any, on_stderr: Any) -> None:
+        """Read frames until EOF: ``[stream, 0, 0, 0, size:u32be] payload``."""
+        reader = self.sock.makefile("rb")
+        try:
+            while header := reader.read(8):
+                if len(header) < 8:
+                    break
+                kind, size = header[0], struct.unpack(">I", header[4:])[0]
+                payload = reader.read(size)
+                (on_stderr if kind == 2 else on_stdout)(payload)
+        except OSError:
+            pass
+        finally:
+            reader.close()
+
+    def exit_code(self, timeout: float = 5.0) -> int | None:
+        deadline = time.monotonic() + timeout
+        while True:
+            info = self.api.exec_inspect(self.id)
+            if not info.get("Running") or time.monotonic() > deadline:
+                return info.get("ExitCode")
+            time.sleep(0.01)
+
+    def close(self) -> None:
+        for thing in (self.sock, self._handle):
+            with contextlib.suppress(OSError):
+                thing.close()
+
+
+class SocketWriter(io.RawIOBase):
+    """stdin of a started sandbox: write/flush like a pipe, close = EOF for the process."""
+
+    def __init__(self, ex: DockerExec) -> None:
+        self._ex = ex
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, data: Any) -> int:
+        self._ex.sock.sendall(bytes(data))
+        return len(data)
+
+    def close(self) -> None:
+        if not self.closed:
+            self._ex.close_stdin()
+        super().close()
+
+
+def oom_kills(container_id: str) -> int | None:
+    """The container cgroup's oom_kill counter (v1 or v2, cgroupfs or systemd driver)."""
+    candidates = (
+        f"/sys/fs/cgroup/memory/docker/{container_id}/memory.oom_control",
+        f"/sys/fs/cgroup/memory/system.slice/docker-{container_id}.scope/memory.oom_control",
+        f"/sys/fs/cgroup/docker/{container_id}/memory.events",
+        f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.events",
+    )
+    for path in candidates:
+        try:
+            with open(path) as fh:
+                for line in fh:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value)
+        except (OSError, ValueError):
+            continue
+    return None
+
+
+def safe_relpath(rel: str) -> bool:
+    parts = rel.split("/")
+    return bool(rel) and not rel.startswith("/") and all(p not in ("", ".", "..") for p in parts)
