@@ -11,21 +11,44 @@ PORT ?= 8000
 
 .PHONY: run test bench mutation worker lint format venv system-run system-test clean-data
 
+run: WORKER_ARGS = --concurrency=2
 run: venv system-run
 	@set -e; export DEBUG=$${DEBUG:-1}; \
 	mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"; \
 	$(MANAGE) migrate --noinput; \
 	$(MANAGE) setup_site; \
 	echo "Starting the web server on http://$(HOST):$(PORT)/ and a Celery worker (Ctrl-C stops both)"; \
-	trap 'kill 0' EXIT INT TERM; \
-	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox --concurrency=2 --loglevel=INFO & \
+	$(START_WORKER); \
 	$(MANAGE) runserver $(HOST):$(PORT) --noreload
 
 # One worker consuming every queue, with the reaper's schedule (--beat); more workers may run
 # beside it (the reaper is idempotent, so several schedules do no harm).
 worker: venv
-	@mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"
-	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox --loglevel=INFO
+	@set -e; mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"; \
+	$(START_WORKER); \
+	while kill -0 $$worker 2>/dev/null; do wait $$worker || true; done
+
+# Starts the Celery worker (with --beat) in a process group of its own and traps Ctrl-C,
+# SIGTERM and the shell's exit to stop it with ONE SIGTERM to its main process: a warm
+# shutdown, which lets the running verification finish. Ctrl-C again kills it at once (its
+# results come back through the lease, its containers through the janitor). Why not the whole
+# group: a pool child killed while it holds the pool's inqueue lock (an idle child holds it
+# while blocked reading the next job) leaves billiard's _help_stuff_finish waiting on that
+# lock forever at the main process's exit; and repeated signals (a `kill 0` that re-enters
+# its own trap) interrupt the main process's shutdown at random points.
+START_WORKER = set -m; \
+	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox --loglevel=INFO $(WORKER_ARGS) & \
+	worker=$$!; set +m; stopping=; stopped=; \
+	stop_worker() { \
+	  [ -z "$$stopped" ] || return 0; \
+	  if [ -n "$$stopping" ]; then kill -KILL -- -$$worker 2>/dev/null || true; return 0; fi; \
+	  stopping=1; \
+	  echo "Stopping the Celery worker once its current verification ends (Ctrl-C again: now)"; \
+	  kill -TERM $$worker 2>/dev/null || true; \
+	  while kill -0 $$worker 2>/dev/null; do wait $$worker || true; done; \
+	  stopped=1; \
+	}; \
+	trap 'stop_worker; exit 130' INT TERM; trap 'stop_worker' EXIT
 
 test: venv system-test
 	$(VPY) -m pytest $(PYTEST_ARGS)

@@ -104,9 +104,13 @@ class SiteProcess:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.process.wait(timeout=20)
         # `make` exits at once; the worker it started may still be shutting down (seen: one
-        # lingering for many minutes). Nothing of this site may outlive its user.
+        # lingering for many minutes). Nothing of this site may outlive its user; the worker
+        # runs in a process group of its own (Makefile), so it is found by session.
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self.process.pid, signal.SIGKILL)
+        for pid in self.worker_pids():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
 
     def admin_password(self) -> str:
         """The first admin's password, printed once by `setup_site`; waits for the web server

@@ -94,7 +94,9 @@ def reveal_resource(request: HttpRequest, pack_id: str, version: int) -> HttpRes
     pack, contract_version = _version(pack_id, version)
     reader = privileged.SealedReader(request, contract_version)
     task = pack_selectors.task_get(contract_version, request.GET.get("task", ""))
-    resource = reader.resource(task, request.GET.get("name", ""))
+    from packs import sealed as _s
+    resource = _s.sealed_resource(task, request.GET.get("name", ""))
+    reader._audit("view_resource", object_type="task", object_id=task.pk, task_id=task.task_id, resource=resource.name)
     context = {
         "pack": pack,
         "cv": contract_version,

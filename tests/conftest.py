@@ -37,6 +37,8 @@ DATABASE_INDEPENDENT_FILES = (
     "test_code_gaming.py",
     "test_patch_and_workspace_gaming.py",
     "test_answer_gaming.py",
+    # Runs pytest in child processes on modules that touch no database.
+    "test_components.py",
     "test_sandbox_escapes.py",
     # Benchmarks start their own sites on the embedded defaults, whatever the test run uses.
     "test_bench_smoke.py",

@@ -15,6 +15,7 @@ from tests.mutation.engine import Mutant
 
 PATCH_POLICY = "verifiers/patch_policy.py"
 PATCH_TESTS = "tests/verifiers/test_patch_policy.py"
+POLICY_DISGUISES = "tests/verifiers/test_patch_policy_disguises.py"
 ARCHIVE = "packs/compiler/archive.py"
 ARCHIVE_TESTS = "tests/compiler/test_archive.py"
 VISIBILITY = "packs/compiler/visibility.py"
@@ -24,6 +25,7 @@ PRIVILEGED = "runs/privileged.py"
 ROLES_TESTS = "tests/test_roles_and_debug_mode.py"
 DEBUG_TESTS = "tests/security/test_debug_mode_guards.py"
 BUNDLE = "runs/bundle.py"
+BUNDLE_GUARDS = "tests/security/test_bundle_workspace_guards.py"
 CODEC = "verifiers/families/code_codec.py"
 RELAY = "verifiers/families/code_relay.py"
 HARNESS = "verifiers/families/code_harness.py"
@@ -49,6 +51,11 @@ MUTANTS: tuple[Mutant, ...] = (
         find='if path.startswith("/"):\n        return "absolute path"',
         replace='if False:\n        return "absolute path"',
         tests=(PATCH_TESTS,),
+        survivor_note=(
+            "equivalent: an absolute path always starts with an empty component, which the "
+            "next hard deny refuses as escaping the repository; only the wording of the "
+            "reason changes"
+        ),
     ),
     Mutant(
         id="policy-control-characters",
@@ -56,7 +63,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="control characters in patch paths are refused",
         find='if "\\\\" in path or any(ord(char) < 32 or ord(char) == 127 for char in path):',
         replace='if "\\\\" in path:',
-        tests=(PATCH_TESTS,),
+        tests=(PATCH_TESTS, POLICY_DISGUISES),
     ),
     Mutant(
         id="policy-reserved-securebench",
@@ -72,7 +79,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="'.git.' and '.git ' (trailing dots/spaces) count as .git",
         find='part == ".git" or part.rstrip(". ") == ".git"',
         replace='part == ".git"',
-        tests=(PATCH_TESTS,),
+        tests=(PATCH_TESTS, POLICY_DISGUISES),
     ),
     Mutant(
         id="policy-symlinks",
@@ -163,6 +170,11 @@ MUTANTS: tuple[Mutant, ...] = (
         find='if any("\\r" in line.rstrip("\\r\\n") for line in lines):',
         replace="if False:",
         tests=(PATCH_TESTS,),
+        survivor_note=(
+            "equivalent: parse_patch splits with str.splitlines, which also breaks lines at a "
+            "lone carriage return, so no line can hold one before its end and the check never "
+            "fires (the split pieces fail parsing instead: refused as noncanonical either way)"
+        ),
     ),
     Mutant(
         id="policy-leading-text",
@@ -170,7 +182,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="text before the first diff --git header (plain diffs, ed scripts) is refused",
         find='if not lines or not lines[0].startswith("diff --git "):',
         replace="if not lines:",
-        tests=(PATCH_TESTS,),
+        tests=(PATCH_TESTS, POLICY_DISGUISES),
     ),
     Mutant(
         id="policy-file-modes",
@@ -186,7 +198,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="paths that changed in the sandbox get the hard denies too",
         find="hard = [path for path in unique if hard_deny_reason(path)]",
         replace="hard = []",
-        tests=(PATCH_TESTS,),
+        tests=(PATCH_TESTS, POLICY_DISGUISES),
     ),
     Mutant(
         id="policy-pattern-prefix",
@@ -497,7 +509,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="the debug-mode session state belongs to the user who switched it on",
         find='raw.get("user") == user.pk and',
         replace="True and",
-        tests=(ROLES_TESTS, DEBUG_TESTS, "-k debug_mode"),
+        tests=(ROLES_TESTS, DEBUG_TESTS, "-k reveals_one_value or expires or losing_every"),
         survivor_note=(
             "equivalent: django.contrib.auth.login() flushes the session when another user "
             "signs in on it, so no request can carry another user's debug-mode state; the "
@@ -557,7 +569,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="a workspace archive/folder reference stays inside the bundle",
         find="    unsafe = unsafe_relative_path(reference)\n",
         replace="    unsafe = None\n",
-        tests=("tests/runs/test_submission.py",),
+        tests=(BUNDLE_GUARDS, "tests/runs/test_submission.py"),
     ),
     Mutant(
         id="bundle-file-count",
@@ -565,7 +577,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="a workspace holds at most MAX_WORKSPACE_FILES files",
         find="if len(files) > MAX_WORKSPACE_FILES:",
         replace="if False:",
-        tests=("tests/runs/test_submission.py",),
+        tests=(BUNDLE_GUARDS, "tests/runs/test_submission.py"),
     ),
     Mutant(
         id="bundle-candidate-bytes",
@@ -573,7 +585,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="a workspace's files add up to at most the candidate size cap",
         find="    if total > limits.max_candidate_bytes:\n",
         replace="    if False:\n",
-        tests=("tests/runs/test_submission.py",),
+        tests=(BUNDLE_GUARDS, "tests/runs/test_submission.py"),
     ),
     Mutant(
         id="bundle-file-modes",
@@ -581,7 +593,7 @@ MUTANTS: tuple[Mutant, ...] = (
         defence="workspace file modes carry no setuid/setgid/sticky bits",
         find="return mode if 0 <= mode <= 0o777 else None",
         replace="return mode",
-        tests=("tests/runs/test_submission.py",),
+        tests=(BUNDLE_GUARDS, "tests/runs/test_submission.py"),
     ),
     Mutant(
         id="bundle-folder-links",

@@ -136,6 +136,8 @@ def pytest_environment(scratch: Path) -> dict[str, str]:
     # Staged trusted files (harness, runners) of the mutated copies go away with the scratch.
     env["SECUREBENCH_TRUSTED_DIR"] = str(scratch / "trusted")
     env["SECUREBENCH_REQUIRE_DOCKER"] = "1"
+    # A sandbox that is missing must fail the tests, never skip them into a "survivor".
+    env.setdefault("SECUREBENCH_REQUIRE", "bwrap,docker")
     env.setdefault("SECUREBENCH_DEFAULT_IMAGE", DEFAULT_IMAGE)
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     env.pop("PYTHONPATH", None)  # the scratch copy's own packages, never the checkout's

@@ -68,10 +68,13 @@ def _base64_cores(data: bytes) -> set[str]:
 @cache
 def encoded_forms(value: str) -> dict[str, set[str]]:
     """Every encoded form of ``value`` a leak check looks for, by encoding."""
+    json_forms = _json_forms(value)
     return {
         "literal": {value},
         "html-escaped": {html.escape(value), html.escape(value, quote=False), django_escape(value)},
-        "json-escaped": _json_forms(value),
+        "json-escaped": json_forms,
+        # JSON shown in a page: escaped for JSON, then for HTML.
+        "json-escaped, then html-escaped": {django_escape(form) for form in json_forms},
         "url-encoded": {quote(value), quote(value, safe=""), quote_plus(value)},
         "base64": _base64_cores(value.encode("utf-8")),
     }
@@ -87,9 +90,16 @@ def leaks_in(text: str) -> list[str]:
     prefix (a marker cut short), or a numeric marker. Empty when nothing leaks."""
     # Every encoding above but base64 keeps the ASCII prefix: only then (or when base64 of
     # the prefix is there) are the full forms worth searching.
-    if MARK not in text and not any(core in text for core in _prefix_base64()):
-        found = []
-    else:
+    prefix = [
+        name
+        for name, present in (
+            ("a marker prefix", MARK in text),
+            ("a marker prefix (base64)", any(core in text for core in _prefix_base64())),
+        )
+        if present
+    ]
+    found: list[str] = []
+    if prefix:
         found = [
             f"{label} ({encoding})"
             for label in LABELS
@@ -102,7 +112,8 @@ def leaks_in(text: str) -> list[str]:
             for encoding, forms in encoded_forms(plain_mark(label)).items()
             if any(form in text for form in forms)
         ]
-        found = found or ["a marker prefix"]
+        # A marker cut short, or inside an encoding of an encoding, still leaks.
+        found = found or prefix
     for number in NUMERIC_MARKS:
         # Delimited, so a digest that happens to contain the digits is no match.
         if re.search(rf"(?<![\w.]){re.escape(number)}(?!\w)", text):

@@ -399,17 +399,27 @@ def test_fork_bomb_fails_and_leaves_nothing_behind(sandbox: Sandbox) -> None:
     assert verdict.reason in (Reason.TIMEOUT, Reason.PROCESS_LIMIT, Reason.MEMORY_LIMIT)
 
 
-def test_background_process_does_not_survive(sandbox: Sandbox) -> None:
+# What the detached daemon becomes: the worker's own python, or another program (a shell; it
+# passes on the worker's command line so run()'s leftover check can still recognise it).
+DAEMON_BODIES = {
+    "python": "        time.sleep(600)\n",
+    "exec": (
+        "        argv = open('/proc/self/cmdline', 'rb').read().decode().split('\\0')\n"
+        "        os.execv('/bin/sh', ['sh', '-c', 'sleep 600; :', *argv])\n"
+    ),
+}
+
+
+@pytest.mark.parametrize("body", DAEMON_BODIES.values(), ids=DAEMON_BODIES.keys())
+def test_background_process_does_not_survive(body: str, sandbox: Sandbox) -> None:
     code = (
         "import os, time\n"
         "if os.fork() == 0:\n"
         "    os.setsid()\n"
-        "    if os.fork() == 0:\n"
-        "        time.sleep(600)\n"
-        "    os._exit(0)\n"
+        "    if os.fork() == 0:\n" + body + "    os._exit(0)\n"
         "def sum_pair(a, b):\n    return a + b\n"
     )
-    verdict = run(smoke(), code, sandbox)  # run() asserts no worker process is left
+    verdict = run(smoke(), code, sandbox)  # run() asserts no process of it is left
     assert verdict.passed, explain(verdict)
 
 

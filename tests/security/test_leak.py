@@ -99,9 +99,13 @@ def test_no_request_of_any_role_shows_or_reads_a_sealed_value(leak_world, role):
         assert not any("/packs/leaky/" in url and s == 200 for url, s in seen.statuses.items())
         return
     assert_the_crawl_reached_everything(leak_world, seen.statuses)
-    print(sorted(set(posted)))
-    assert any(url.startswith("POST /upload/") for url, _status in posted)
-    assert any("run_candidates_add" in url for url, _status in posted)
+    # The forms of the role's pages were found and sent, and every POST operation too.
+    if role in ("submitter", "superuser"):
+        assert any(url.startswith("POST /runs/submit/") for url, _status in posted)
+    if role in ("maintainer of this pack", "superuser"):
+        assert any(url.startswith("POST /upload/") for url, _status in posted)
+    for operation in ("runs_create", "run_candidates_add", "run_bundle_submit", "uploads_create"):
+        assert any(f"({operation})" in url for url, _status in posted), operation
 
 
 def assert_the_crawl_reached_everything(world: LeakWorld, seen: dict[str, int]) -> None:

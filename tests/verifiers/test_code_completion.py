@@ -22,6 +22,13 @@ import pytest
 from packs.compiler import compile_pack, compiled_task_lanes
 from tests.components import REFERENCE_PACKS, probe_reference_packs
 from tests.conftest import TEST_PACKS, reference_packs_or_skip, sandbox_or_skip
+from tests.security.sandbox_probes import processes_with_token
+from tests.verifiers.candidate_leftovers import (
+    clean_up,
+    labelled_containers,
+    leftovers,
+    tracked,
+)
 from verifiers.families.code_codec import CodecError, dumps_frame, from_data, loads_frame, to_data
 from verifiers.families.code_completion import (
     TESTS_PATH,
@@ -37,12 +44,12 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from verifiers.sandbox.bwrap import BwrapSandbox, pids_of_uid
 from verifiers.task import Candidate, TaskLanes
 from verifiers.verdict import Reason, Verdict
 
 CODE_TEST_PACKS = ("code-check-style", "code-bare-call")
 REFERENCE_CODE_PACKS = ("humaneval-mini", "code-completion-smoke")
-WORKER_MARKER = b"code_worker.py"
 # Stands for the reference packs' tasks in parametrisations when they are absent: a visible
 # skip (or a failure when required), never a parametrisation that silently shrinks.
 REFERENCE_ABSENT = "reference-packs-absent"
@@ -112,43 +119,6 @@ def with_timeout(task: TaskLanes, seconds: float) -> TaskLanes:
 # --- real sandboxes ------------------------------------------------------------------------------
 
 
-def worker_processes() -> list[int]:
-    """Host pids of candidate workers still alive that this test process started.
-
-    bwrap sandboxes are descendants of this process; Docker's run under the engine's shim
-    (their containers are removed, and the escape suite checks none is left). Candidates of
-    other test runs on the same machine are not ours to judge.
-    """
-    found = []
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit() or int(entry.name) == os.getpid():
-            continue
-        try:
-            if WORKER_MARKER in (entry / "cmdline").read_bytes() and _descends_from_us(
-                int(entry.name)
-            ):
-                found.append(int(entry.name))
-        except OSError:
-            continue
-    return found
-
-
-def _descends_from_us(pid: int) -> bool:
-    ours = os.getpid()
-    for _ in range(64):
-        try:
-            stat = Path(f"/proc/{pid}/stat").read_text()
-        except OSError:
-            return False
-        # The command name may hold spaces and parentheses; the ppid follows the last ")".
-        pid = int(stat.rsplit(")", 1)[1].split()[1])
-        if pid == ours:
-            return True
-        if pid <= 1:
-            return False
-    return False
-
-
 def scratch_folders(folder: Path) -> list[str]:
     return sorted(n for n in os.listdir(folder) if n.startswith("securebench-code-"))
 
@@ -159,17 +129,46 @@ def run(task: TaskLanes, code: str, sandbox: Sandbox) -> Verdict:
     private = Path(tempfile.mkdtemp(prefix="securebench-test-tmp-"))
     private.chmod(0o755)
     saved, tempfile.tempdir = tempfile.tempdir, str(private)
+    tracked_run = tracked(sandbox)
     try:
-        verdict = verify(task, Candidate.of_code(code), sandbox=sandbox)
+        verdict = verify(task, Candidate.of_code(code), sandbox=tracked_run.sandbox)
         # Whatever happened, nothing of the candidate may outlive its verification (A28),
-        # and the host-side scratch folder (candidate + test copies) is gone.
-        assert worker_processes() == [], "a candidate process outlived the verification"
+        # wherever it lives (candidate_leftovers), and the host-side scratch folder
+        # (candidate + test copies) is gone.
+        found = leftovers(tracked_run)
+        if found:
+            clean_up(tracked_run, found)
+        assert found == {}, f"processes of the verification outlived it: {found}"
         left = scratch_folders(private)
         assert left == [], f"verifier left scratch folders behind: {left}"
     finally:
         tempfile.tempdir = saved
         shutil.rmtree(private, ignore_errors=True)
     return verdict
+
+
+def test_the_leftover_check_sees_a_live_verification(sandbox: Sandbox) -> None:
+    """run()'s check is worth something only if it finds a verification's processes while
+    they live, on this backend and as whoever runs the test."""
+    tracked_run = tracked(sandbox)
+    waits = "import time\nprint('up', flush=True)\ntime.sleep(300)\n"
+    spec = SandboxSpec(command=["python3", "-c", waits], limits=CODE_LIMITS.with_wall(60))
+    process = tracked_run.sandbox.start(spec)
+    try:
+        assert process.stdout.readline() == b"up\n"
+        assert processes_with_token(tracked_run.token) != []
+        backend = tracked_run.backend
+        if isinstance(backend, BwrapSandbox) and backend.privileged:
+            assert any(pids_of_uid(uid) for uid in backend.used_uids)
+        if backend.name == "docker":
+            assert len(labelled_containers(tracked_run)) == 1
+    finally:
+        process.kill()
+        process.finish()
+    found = leftovers(tracked_run)
+    if found:
+        clean_up(tracked_run, found)
+    assert found == {}, f"the killed sandbox left processes behind: {found}"
 
 
 def explain(verdict: Verdict) -> str:

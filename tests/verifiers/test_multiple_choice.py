@@ -301,9 +301,38 @@ def test_real_pack_oracle_answers_all_pass(name: str) -> None:
         assert verdict.passed, (lanes.task_id, verdict)
 
 
-@pytest.mark.parametrize("name", MC_PACKS)
-@pytest.mark.parametrize("text", ["A, B, C and D", "", "A\nB\nC\nD\nAnswer: D"])
+# "{letter}" stands for the right choice's letter and "{oracle}" for the task's own reference
+# answer (a letter, an index or the choice's text): a spray that ends on either must fail.
+SPRAYS = [
+    "A, B, C and D",
+    "",
+    "A\nB\nC\nD\nAnswer: D",
+    "A\nB\nC\nD\nAnswer: {letter}",
+    "A\nB\nC\nD\n{oracle}",
+]
+# Known hole (reported, not fixed here): letters named before a final answer given as the
+# choice's text are not counted, so "A, B, D\nAnswer: 3/8" passes where "B\nAnswer: C"
+# fails. Strict: this turns into a failure once the verifier counts them.
+TEXT_ANSWER_SPRAY_HOLE = pytest.mark.xfail(
+    strict=True, reason="letters before a choice-text answer are not counted as a spray"
+)
+REAL_PACK_SPRAYS = [
+    pytest.param(
+        name,
+        text,
+        marks=[TEXT_ANSWER_SPRAY_HOLE] if (name, text) == (MC_PACKS[0], SPRAYS[4]) else [],
+    )
+    for name in MC_PACKS
+    for text in SPRAYS
+]
+
+
+@pytest.mark.parametrize(("name", "text"), REAL_PACK_SPRAYS)
 def test_real_pack_sprays_and_empty_answers_all_fail(name: str, text: str) -> None:
     for lanes in pack_tasks(name):
-        verdict = verify_text_family(lanes, Candidate.of_text(text))
-        assert verdict.status == "failed", (lanes.task_id, verdict)
+        oracle = oracle_candidate(lanes)
+        assert oracle is not None and oracle.text is not None
+        right = verify_text_family(lanes, oracle).details["answered_choice_index"]
+        spray = text.replace("{oracle}", oracle.text).replace("{letter}", "ABCD"[right])
+        verdict = verify_text_family(lanes, Candidate.of_text(spray))
+        assert verdict.status == "failed", (lanes.task_id, spray, verdict)
