@@ -94,9 +94,7 @@ def reveal_resource(request: HttpRequest, pack_id: str, version: int) -> HttpRes
     pack, contract_version = _version(pack_id, version)
     reader = privileged.SealedReader(request, contract_version)
     task = pack_selectors.task_get(contract_version, request.GET.get("task", ""))
-    from packs import sealed as _s
-    resource = _s.sealed_resource(task, request.GET.get("name", ""))
-    reader._audit("view_resource", object_type="task", object_id=task.pk, task_id=task.task_id, resource=resource.name)
+    resource = reader.resource(task, request.GET.get("name", ""))
     context = {
         "pack": pack,
         "cv": contract_version,

@@ -107,3 +107,49 @@ def test_a_checkout_in_a_private_folder_runs_bwrap_verifications(
     staged = [path for path in trusted_dir.rglob("*") if path.is_file()]
     assert {path.name for path in staged} >= {"repo_runner.py", "code_harness.py"}
     assert all(path.stat().st_mode & 0o222 == 0 for path in staged)
+
+
+def test_a_staging_folder_someone_else_could_write_is_refused(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Another local user who plants the staging folder (or makes it writable) would choose
+    the runner every sandbox executes as trusted: no verification runs from it."""
+    from verifiers.sandbox import SandboxUnavailable  # noqa: PLC0415
+    from verifiers.trusted_files import staged  # noqa: PLC0415
+
+    source = tmp_path / "runner.py"
+    source.write_text("print('trusted')\n")
+    planted = tmp_path / "planted"
+    planted.mkdir()
+    monkeypatch.setenv("SECUREBENCH_TRUSTED_DIR", str(planted))
+    planted.chmod(0o777)
+    with pytest.raises(SandboxUnavailable, match="not a folder only we can write"):
+        staged(source)
+    if os.geteuid() == 0:  # only root can hand a folder to another uid
+        planted.chmod(0o755)
+        os.chown(planted, 65534, 65534)
+        with pytest.raises(SandboxUnavailable, match="not a folder only we can write"):
+            staged(source)
+
+
+def test_an_edited_trusted_file_is_staged_again_never_rewritten(
+    tmp_path: Path, trusted_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from verifiers import trusted_files  # noqa: PLC0415
+
+    monkeypatch.setenv("SECUREBENCH_TRUSTED_DIR", str(trusted_dir))
+    monkeypatch.setattr(trusted_files, "_digests", {})  # this process's cache starts empty
+    source = tmp_path / "runner.py"
+    source.write_text("VERSION = 1\n")
+    first = trusted_files.staged(source)
+    assert first.read_text() == "VERSION = 1\n" and first.stat().st_mode & 0o222 == 0
+    source.write_text("VERSION = 2\n")
+    monkeypatch.setattr(trusted_files, "_digests", {})  # a new worker process
+    second = trusted_files.staged(source)
+    assert second != first and second.read_text() == "VERSION = 2\n"
+    assert first.read_text() == "VERSION = 1\n"
+    # A copy removed behind our back (a /tmp cleaner) comes back on the next use.
+    for folder, _, _ in os.walk(second.parent):
+        os.chmod(folder, 0o700)  # noqa: PTH101
+    shutil.rmtree(second.parent)
+    assert trusted_files.staged(source).read_text() == "VERSION = 2\n"
