@@ -1,6 +1,6 @@
 """Reads for pack pages and the API. Nothing here returns a non-public value, except the
 evaluator's reads at the end (workers only); the audited debug-mode views read one sealed
-value at a time through packs.sealed."""
+value at a time through runs.privileged.SealedReader (which calls packs.sealed)."""
 
 from __future__ import annotations
 
@@ -173,7 +173,9 @@ def visibility_columns(contract_version: ContractVersion) -> list[VisibilityColu
 def evaluator_task_lanes(task: Task) -> TaskLanes:
     """All three lanes of a task, for trusted evaluator code in a worker only.
 
-    This is the one read that returns non-public values; no view, partial or API may call it.
+    With ``SealedReader`` (debug mode, audited) this is one of the two paths to sealed values;
+    only the pipeline and the reference-run builder call it, never a view, partial or API
+    (tests/security/test_sealed_reads.py tells the two paths apart by the reads themselves).
     """
     return evaluator_lanes_for_tasks([task])[task.pk]
 

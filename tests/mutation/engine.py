@@ -116,9 +116,9 @@ def make_scratch_root(parent: Path | None) -> Path:
     return root
 
 
-def make_copy(destination: Path, mutant: Mutant | None = None) -> Path:
-    """A copy of the working tree (with ``mutant`` applied), world-readable."""
-    shutil.copytree(REPO_ROOT, destination, ignore=_ignore, symlinks=True)
+def make_copy(destination: Path, mutant: Mutant | None = None, source: Path = REPO_ROOT) -> Path:
+    """A copy of ``source`` (with ``mutant`` applied), world-readable."""
+    shutil.copytree(source, destination, ignore=_ignore, symlinks=True)
     for folder, _dirs, files in os.walk(destination):
         os.chmod(folder, 0o755)  # noqa: S103 - the sandbox uid reads the mounted files
         for name in files:
@@ -126,7 +126,8 @@ def make_copy(destination: Path, mutant: Mutant | None = None) -> Path:
             if not os.path.islink(path):
                 os.chmod(path, os.stat(path).st_mode | 0o444)
     if mutant is not None:
-        (destination / mutant.module).write_text(mutated_source(mutant), encoding="utf-8")
+        text = mutated_source(mutant, source)
+        (destination / mutant.module).write_text(text, encoding="utf-8")
     return destination
 
 

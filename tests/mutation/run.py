@@ -61,9 +61,12 @@ def _log(message: str) -> None:
 class Runner:
     def __init__(self, scratch: Path, jobs: int, timeout: float) -> None:
         self.scratch, self.jobs, self.timeout = scratch, jobs, timeout
+        # One snapshot of the working tree, taken now: every baseline and mutant starts from
+        # the same code, even while someone keeps editing the checkout.
+        self.snapshot = make_copy(scratch / "snapshot")
 
     def _in_copy(self, name: str, mutant: Mutant | None, args: list[str]) -> PytestRun:
-        copy = make_copy(self.scratch / name, mutant)
+        copy = make_copy(self.scratch / name, mutant, self.snapshot)
         try:
             return run_tests(copy, args, self.timeout)
         finally:
@@ -98,11 +101,15 @@ class Runner:
             return list(pool.map(function, items))
 
     def run(self, mutants: list[Mutant]) -> list[Outcome]:
-        stale = [Outcome(m, STALE, detail=f"anchor found {anchor_count(m)} times") for m in mutants]
-        stale = [outcome for outcome in stale if anchor_count(outcome.mutant) != 1]
+        counts = {mutant.id: anchor_count(mutant, self.snapshot) for mutant in mutants}
+        stale = [
+            Outcome(m, STALE, detail=f"anchor found {counts[m.id]} times")
+            for m in mutants
+            if counts[m.id] != 1
+        ]
         for outcome in stale:
             _log(f"{outcome.mutant.id}: STALE ({outcome.detail})")
-        live = [m for m in mutants if anchor_count(m) == 1]
+        live = [m for m in mutants if counts[m.id] == 1]
         baselines = self.baselines(live)
         failed = [
             Outcome(m, BASELINE_FAILED, detail=str(baselines[m.tests]))

@@ -11,10 +11,15 @@ import os
 import signal
 from pathlib import Path
 
+import pytest
+
 from bench.common import manage
 from bench.site import SiteProcess, free_port
 from tests.conftest import EXAMPLES
 from tests.runs.conftest import DockerRun, wait_for
+
+# `make run` starts its own site on the embedded defaults whatever this run uses: once is enough.
+pytestmark = pytest.mark.database_independent
 
 PACK = "python-functions"
 # Each way a user stops it. The hang itself was intermittent (2 of 4 tries); its cause, pool

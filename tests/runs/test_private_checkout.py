@@ -19,6 +19,8 @@ import pytest
 from tests.runs.conftest import REPO_ROOT, bwrap_or_skip
 from verifiers.workspace import _PYTEST_MODULES
 
+pytestmark = pytest.mark.database_independent
+
 # What a clone holds: the repository without its venv, data, history and caches.
 NOT_IN_A_CLONE = (".venv", "var", ".git", "__pycache__", ".pytest_cache", ".ruff_cache")
 

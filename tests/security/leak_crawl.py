@@ -37,6 +37,7 @@ LINK_ATTRS = re.compile(r'(?:href|src|hx-get|action)\s*=\s*"([^"#]+)"')
 FORM = re.compile(r"<form\b([^>]*)>(.*?)</form>", re.DOTALL | re.IGNORECASE)
 ATTR = re.compile(r'([\w:-]+)\s*=\s*"([^"]*)"')
 FIELD = re.compile(r"<(input|textarea|select)\b([^>]*)>", re.IGNORECASE)
+HX_POST = re.compile(r'hx-post\s*=\s*"([^"]+)"')
 
 
 @dataclass(frozen=True)
@@ -110,6 +111,12 @@ def forms_in(base: str, body: str) -> list[PostForm]:
                 fields.append((named["name"], named.get("value", "")))
         multipart = "multipart" in attrs.get("enctype", "") + attrs.get("hx-encoding", "")
         forms.append(PostForm(url, tuple(fields), multipart))
+    # An hx-post on any other element (a button, a link) posts no fields.
+    in_forms = {form.url for form in forms}
+    for target in HX_POST.findall(body):
+        url = same_site(base, target)
+        if url is not None and url not in in_forms:
+            forms.append(PostForm(url, (), False))
     return forms
 
 

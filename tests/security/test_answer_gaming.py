@@ -43,6 +43,11 @@ FR = TaskLanes(
         "A\nB\nC\nD",
         "Answer: C or D",
         "4, 6, 7, 9",
+        "A, B, D\nAnswer: 7",
+        "4\nAnswer: 7",
+        "6 or 9\nAnswer: 7",
+        "(A) (B)\nAnswer: 7",
+        "Thinking...\nA, D\nAnswer: C",
     ],
 )
 def test_spraying_choices_fails(text):
@@ -75,5 +80,6 @@ def test_an_empty_or_padded_answer_fails():
 
 def test_the_honest_answers_still_pass():
     assert verify(MC, Candidate.of_text("Answer: C")).passed
+    assert verify(MC, Candidate.of_text("4, 6 and 9 are composite.\nAnswer: 7")).passed
     assert verify(SA, Candidate.of_text("Paris")).passed
     assert verify(FR, Candidate.of_text("Fortune cookies originated in California.")).passed

@@ -21,6 +21,7 @@ import re
 from collections.abc import Iterator
 
 import pytest
+from django.core.cache import cache
 from django.test import Client
 
 from packs.models import SealedValue
@@ -52,8 +53,11 @@ def leak_world(django_db_setup, django_db_blocker, tmp_path_factory) -> Iterator
 
 @pytest.fixture(autouse=True)
 def isolated_data_dir(leak_world):
-    # The module's world keeps its own pack-file roots for every test of the module.
+    # The module's world keeps its own pack-file roots for every test of the module, and
+    # each role's POSTs start with fresh throttle counts.
+    cache.clear()
     yield leak_world.root
+    cache.clear()
 
 
 def test_the_marked_values_and_the_rich_verifier_output_really_are_stored(leak_world):

@@ -85,6 +85,20 @@ def test_an_honest_candidate_that_prints_still_passes(sandbox: Sandbox) -> None:
     assert "called with 5" in verdict.stdout + verdict.stderr
 
 
+def test_output_a_candidate_writes_on_fd_1_never_reaches_the_channel(sandbox: Sandbox) -> None:
+    # Output below print(): a C extension or a child process writes straight to fd 1.
+    code = "import os\n" + CORRECT.replace(
+        "    return", "    os.write(1, b'low-level output\\n')\n    return"
+    )
+    verdict = check(DOUBLE_TESTS, code, sandbox)
+    assert_outcome(verdict, "passed", None)
+
+
+def test_output_the_tests_write_on_fd_1_never_reaches_the_channel(sandbox: Sandbox) -> None:
+    tests = "import os\nos.write(1, b'checking double\\n')\n" + DOUBLE_TESTS
+    assert_outcome(check(tests, CORRECT, sandbox), "passed", None)
+
+
 def test_tests_that_print_do_not_break_the_result_channel(sandbox: Sandbox) -> None:
     # T, too, sends the test source's prints to stderr: only the harness writes its pipe.
     tests = "print('checking double', flush=True)\n" + DOUBLE_TESTS

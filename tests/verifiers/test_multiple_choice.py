@@ -192,6 +192,52 @@ def test_naming_several_choices_fails_even_when_one_is_right(text: str) -> None:
     assert verdict.details["named_choice_count"] >= 2
 
 
+# Shapes that hid a spray: a line of choices above the answer line, and choice texts that
+# hold a list separator ("3/8"), which the list reading used to cut into pieces naming nothing.
+FRACTIONS = ["5/16", "3/5", "3/8", "7/20"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "A, B, D\nAnswer: 3/8",
+        "A\nB\nC\nD\n3/8",
+        "A\nAnswer: 3/8",
+        "5/16\nAnswer: 3/8",
+        "3/8\nAnswer: 5/16",
+        "3/8, 5/16",
+        "Answer: 3/5 or 3/8",
+        "(A) (B)\nAnswer: 3/8",
+        "(A), (D)\nFinal answer: C",
+        "Let me think.\nA, D\nAnswer: C",
+        "Working it out:\n3/8 or 7/20\nAnswer: 3/8",
+        "C) 5/16\nAnswer: C",
+    ],
+)
+def test_a_line_of_choices_or_a_separator_in_a_choice_text_still_sprays(text: str) -> None:
+    verdict = verify(text, answer="C", choices=FRACTIONS)
+    assert verdict.status == "failed"
+    assert verdict.reason == Reason.WRONG_ANSWER
+    assert verdict.details["multiple_answers"] is True
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "3/8",
+        "Answer: 3/8",
+        "C) 3/8",
+        "0.375 = 3/8, so not 5/16 or 3/5.\nAnswer: 3/8",
+        "(A) and (D) are too small; 3/5 is too big.\nAnswer: C",
+        "Which fraction is equal to 0.375?\nAnswer: C",
+        "C\nAnswer: 3/8",
+    ],
+)
+def test_honest_answers_around_choice_texts_with_separators_pass(text: str) -> None:
+    verdict = verify(text, answer="C", choices=FRACTIONS)
+    assert verdict.passed, verdict
+
+
 def test_repeating_the_same_choice_is_not_spraying() -> None:
     assert verify("B\nAnswer: B").passed
     assert verify("Answer: B) second").passed
@@ -309,25 +355,14 @@ SPRAYS = [
     "A\nB\nC\nD\nAnswer: D",
     "A\nB\nC\nD\nAnswer: {letter}",
     "A\nB\nC\nD\n{oracle}",
-]
-# Known hole (reported, not fixed here): letters named before a final answer given as the
-# choice's text are not counted, so "A, B, D\nAnswer: 3/8" passes where "B\nAnswer: C"
-# fails. Strict: this turns into a failure once the verifier counts them.
-TEXT_ANSWER_SPRAY_HOLE = pytest.mark.xfail(
-    strict=True, reason="letters before a choice-text answer are not counted as a spray"
-)
-REAL_PACK_SPRAYS = [
-    pytest.param(
-        name,
-        text,
-        marks=[TEXT_ANSWER_SPRAY_HOLE] if (name, text) == (MC_PACKS[0], SPRAYS[4]) else [],
-    )
-    for name in MC_PACKS
-    for text in SPRAYS
+    "A, B, D\n{oracle}",
+    "(A) (B) (C) (D)\n{oracle}",
+    "Let me think.\nA, D\n{oracle}",
 ]
 
 
-@pytest.mark.parametrize(("name", "text"), REAL_PACK_SPRAYS)
+@pytest.mark.parametrize("text", SPRAYS)
+@pytest.mark.parametrize("name", MC_PACKS)
 def test_real_pack_sprays_and_empty_answers_all_fail(name: str, text: str) -> None:
     for lanes in pack_tasks(name):
         oracle = oracle_candidate(lanes)

@@ -17,11 +17,13 @@ Verification (pure; the candidate is only read):
   ("B) second"). A label with another choice's text ("B) first") names both.
 * Spraying. A value that is a list — items split on , ; | / & newlines, "or", "and",
   "and/or", or a run of bare labels ("A B C D") — names every choice its items name (a
-  leading hedge word is skipped: "B or maybe C"). For the focused answer every item counts
-  ("A or B", "2, 4 or 6"); for the whole candidate only a text made of nothing but such items
-  counts ("A\\nB\\nC\\nD"), so reasoning that mentions choices is not mistaken for a list. A
-  value that as a whole is one choice's text is never split ("0,1" may be a choice). If the
-  values together name two or more distinct choices, the candidate fails ``wrong_answer``
+  leading hedge word is skipped: "B or maybe C"). A choice text that holds a separator stays
+  one item ("3/8, 5/16" is two choices, not four numbers). For the focused answer every item
+  counts ("A or B", "2, 4 or 6"); for the whole candidate and for each of its lines only a
+  text made of nothing but such items counts ("A\\nB\\nC\\nD", a line "A, B, D" above
+  "Answer: 3/8"), so reasoning that mentions choices is not mistaken for a list. A value
+  that as a whole is one choice's text is never split ("0,1" may be a choice). If the values
+  and lines together name two or more distinct choices, the candidate fails ``wrong_answer``
   with ``multiple_answers: true`` — even if one of them is right. The flag depends only on
   the candidate's shape, so it reveals nothing about the answer.
 * Passing. Otherwise the candidate passes iff one of its values names exactly one choice and
@@ -87,11 +89,19 @@ _LABEL_AND_TEXT = re.compile(r"^[(\[]?([a-z])\s*[)\].:\-\u2013\u2014]\s*(\S.*)$"
 class Choices:
     keys: tuple[str, ...]  # normalised choice texts
     bare_keys: tuple[str, ...]  # the same without emphasis or brackets
+    # How many list items each choice text splits into ("3/8" is two), longest first: a list
+    # is also read in runs of these lengths, so a choice text is not cut at its separators.
+    run_lengths: tuple[int, ...]
 
     @classmethod
     def of(cls, texts: list[str]) -> Choices:
         keys = tuple(normalise(text) for text in texts)
-        return cls(keys=keys, bare_keys=tuple(undecorate_normalised(key) for key in keys))
+        lengths = {len(split_list_items(text)) for text in texts}
+        return cls(
+            keys=keys,
+            bare_keys=tuple(undecorate_normalised(key) for key in keys),
+            run_lengths=tuple(sorted((n for n in lengths if n > 1), reverse=True)),
+        )
 
     def __len__(self) -> int:
         return len(self.keys)
@@ -164,7 +174,8 @@ def judge(values: dict[str, str], choices: Choices, expected: Expected) -> Verdi
                 as_a_whole=namings[value],
             )
             for source, value in values.items()
-        )
+        ),
+        choices_named_on_lines(values["whole_text"], choices),
     )
     if len(named) > 1:
         details |= {"multiple_answers": True, "named_choice_count": len(named)}
@@ -290,15 +301,61 @@ def choices_listed_by(
     whole = choices_in_item(value, choices, as_a_whole)
     if whole:
         return whole
-    items = split_list_items(value)
+    items = item_spans(value)
     if len(items) < 2:
         return frozenset()
     named: set[int] = set()
-    for item in items:
-        found = choices_in_item(without_hedge(item), choices)
+    start = 0
+    while start < len(items):
+        end, found = longest_naming_span(value, items, start, choices)
         if not found and not every_item_counts:
             return frozenset()  # prose, not a list
         named |= found
         if every_item_counts and len(named) > 1:
             break  # already a spray; no need to read a long list to its end
+        start = end
     return frozenset(named)
+
+
+def item_spans(value: str) -> list[tuple[int, int]]:
+    """Where each list item of ``value`` sits in it: the items are its stripped substrings, in
+    order, so each is found after the one before."""
+    spans: list[tuple[int, int]] = []
+    position = 0
+    for item in split_list_items(value):
+        start = value.index(item, position)
+        position = start + len(item)
+        spans.append((start, position))
+    return spans
+
+
+def longest_naming_span(
+    value: str, items: list[tuple[int, int]], start: int, choices: Choices
+) -> tuple[int, frozenset[int]]:
+    """The longest run of items from ``start`` that names a choice ("3/8" is the items "3" and
+    "8"), and what it names; a single item that names nothing is passed over."""
+    for length in choices.run_lengths:
+        end = start + length
+        if end > len(items):
+            continue
+        # A run of several items can only be one choice's text (with its label or prefix);
+        # runs of bare labels are read item by item below.
+        text = without_hedge(value[items[start][0] : items[end - 1][1]])
+        found = choice_named_by(text, choices).choices
+        if found:
+            return end, found
+    item = value[items[start][0] : items[start][1]]
+    return start + 1, choices_in_item(without_hedge(item), choices)
+
+
+def choices_named_on_lines(text: str, choices: Choices) -> frozenset[int]:
+    """Every choice named by a line that is nothing but choices: a line "A, B, D" or "(A) (C)"
+    above "Answer: 3/8" is a guess like the answer line, so it counts even when the whole
+    text, read as one list, is not one. A line of prose that mentions choices ("A is wrong,
+    C too") names nothing, as for the whole text."""
+    lines = [line for line in text.splitlines() if line.strip()]
+    if len(lines) < 2:
+        return frozenset()  # one line is the whole text, already read
+    return frozenset().union(
+        *(choices_listed_by(line, choices, every_item_counts=False) for line in lines)
+    )
