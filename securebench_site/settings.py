@@ -231,9 +231,10 @@ DATA_UPLOAD_MAX_NUMBER_FILES = 10
 
 # --- Verifiers ---------------------------------------------------------------------------
 # Sandboxes are chosen by SECUREBENCH_SANDBOX (auto | docker | bwrap), images mapped by
-# SECUREBENCH_IMAGE_ALIASES / SECUREBENCH_DEFAULT_IMAGE; verifiers read those themselves, and
-# SECUREBENCH_TRUSTED_DIR: where the runner scripts sandboxes mount are staged, readable by the
-# sandbox uid wherever the checkout lives (default /tmp/securebench-trusted-<uid>).
+# SECUREBENCH_IMAGE_ALIASES / SECUREBENCH_DEFAULT_IMAGE; verifiers read those themselves, as
+# they read SECUREBENCH_TRUSTED_DIR: where the runner scripts sandboxes mount are staged,
+# readable by the sandbox uid wherever the checkout lives (default
+# /tmp/securebench-trusted-<uid>).
 # Dangerous verifier commands a pack may ask for (only "chroot" exists); none by default.
 SECUREBENCH_ALLOWED_VERIFIER_COMMANDS = frozenset(
     env_list("SECUREBENCH_ALLOWED_VERIFIER_COMMANDS", [])

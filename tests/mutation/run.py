@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from tests.mutation.catalogue import MUTANTS, PENDING
+from tests.mutation.catalogue import ADDED_TESTS, MUTANTS, PENDING
 from tests.mutation.engine import (
     BASELINE_FAILED,
     BROKEN,
@@ -177,6 +177,8 @@ def report(outcomes: list[Outcome], seconds: float, title: str) -> str:
         if outcome.status != SURVIVED:
             note = f"{outcome.detail or outcome.status} — the tests could not judge this mutant."
         lines.append(f"- `{outcome.mutant.id}` ({outcome.status}): {note}")
+    lines += ["", "## Tests written because a mutant survived", ""]
+    lines += [f"- `{path}`: {why}" for path, why in ADDED_TESTS]
     lines += ["", "## Defences not yet in the catalogue", ""]
     lines += [f"- {where}: {defence}" for where, defence in PENDING]
     return "\n".join(lines) + "\n"

@@ -7,7 +7,6 @@ import json
 import shutil
 import socket
 import subprocess
-import time
 from datetime import timedelta
 from pathlib import Path
 
@@ -235,7 +234,9 @@ def test_broker_restart_mid_run_still_completes(
     try:
         count = 8
         version = _import(_sleepy_code_pack(tmp_path, count))
-        workers.start("w", env={**FAST_PIPELINE_ENV, "CELERY_BROKER_URL": url}, concurrency=1)
+        worker = workers.start(
+            "w", env={**FAST_PIPELINE_ENV, "CELERY_BROKER_URL": url}, concurrency=1
+        )
         _, evaluation = run_submit_bundle(
             contract_version=version,
             bundle=_sleepy_candidates(count),
@@ -249,7 +250,8 @@ def test_broker_restart_mid_run_still_completes(
         )
         redis.terminate()
         redis.wait(timeout=15)
-        time.sleep(2)
+        # The broker stays down until the worker has noticed it lost the connection.
+        wait_for(lambda: "Connection to broker lost" in worker.output(), 60, "the lost broker")
         redis = _start_redis(port, tmp_path)
         evaluation = _wait_done(evaluation, 240)
         results = TaskResult.objects.filter(evaluation=evaluation)
