@@ -166,6 +166,9 @@ class SealedReader:
         self.mode = require_privileged(request, contract_version.pack)
 
     def resource(self, task: Task, name: str) -> sealed.SealedResource:
+        if task.contract_version_id != self.contract_version.pk:
+            # The privilege was checked for this version's pack, not for the task's.
+            raise Http404("Not found.")
         found = sealed.sealed_resource(task, name)
         self._audit(
             AuditAction.VIEW_RESOURCE,

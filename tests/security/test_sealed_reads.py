@@ -12,15 +12,18 @@ API operation and POST of every role under the same probe and requires it to sta
 from __future__ import annotations
 
 import pytest
+from django.contrib.sessions.backends.db import SessionStore
 from django.core.files.storage import storages
 from django.db import connection
+from django.http import Http404
 from django.test import Client
 
 from packs.models import ContractVersion, Resource, SealedValue
 from packs.selectors import evaluator_task_lanes
 from packs.services import pack_import_folder
 from runs.models import AuditEvent
-from tests.conftest import make_user
+from runs.privileged import SealedReader, debug_mode_start
+from tests.conftest import make_user, mc_row
 from tests.security.sealed_probe import (
     EVALUATOR,
     PRIVILEGED,
@@ -140,3 +143,24 @@ def test_another_client_sees_nothing_of_a_reviewers_debug_mode(client, version):
 
     assert response.status_code == 404
     assert probe.reads == []
+
+
+def test_a_reader_opened_for_one_pack_reads_no_task_of_another(version, make_pack, rf):
+    # A maintainer of "mine" only: a view that handed the reader a task of another pack
+    # must get a 404, not the other pack's sealed value.
+    mine = pack_import_folder(
+        folder=make_pack({"id": "mine", "version": 1}, [mc_row("q")])
+    ).contract_version
+    maintainer = make_user("maintainer", "pack maintainer")
+    mine.pack.maintainers.add(maintainer)
+    request = rf.get("/")
+    request.user = maintainer
+    request.session = SessionStore()
+    debug_mode_start(request, reason="checking my pack")
+    reader = SealedReader(request, mine)
+
+    with sealed_probe() as probe, pytest.raises(Http404):
+        reader.resource(version.tasks.get(), "accepted_answers")
+
+    assert probe.reads == []
+    assert reader.resource(mine.tasks.get(), "answer").value == "B"
