@@ -25,8 +25,9 @@ SKIPPED_NAMES = (".venv", "var", ".git", "__pycache__", ".pytest_cache", ".ruff_
 DEFAULT_IMAGE = "securebench-local/python:3.11"
 DEFAULT_TIMEOUT_SECONDS = 900.0
 _SUMMARY_COUNT = re.compile(r"(\d+) (passed|failed|skipped|errors?|xfailed|xpassed|deselected)")
-# "FAILED tests/x.py::name[param id] - message": the id may hold spaces, the message follows.
-_FAILED_LINE = re.compile(r"^(FAILED|ERROR) (.+?)(?: - .*)?$", re.MULTILINE)
+# "FAILED tests/x.py::name[param id] - message": the id may hold spaces, the message follows;
+# captured log lines ("ERROR    django.request: ...") are not summary lines.
+_FAILED_LINE = re.compile(r"^(FAILED|ERROR) (\S+\.py(?:::.+?)?)(?: - .*)?$", re.MULTILINE)
 
 KILLED = "killed"
 SURVIVED = "survived"

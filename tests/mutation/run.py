@@ -136,7 +136,7 @@ def report(outcomes: list[Outcome], seconds: float, title: str) -> str:
     lines = [
         f"# Mutation report: {title}",
         "",
-        "Written by `make mutation` (`python -m tests.mutation.run`); the mutants are in",
+        "Written by `make mutation` (`python -m tests.mutation.run`); the mutants are listed in",
         "`tests/mutation/catalogue.py`. A mutant removes or weakens one defence in a scratch copy;",
         "it is killed when the tests it names fail there while they pass on an unmutated copy.",
         "",

@@ -57,7 +57,9 @@ def test_a_container_stopped_before_its_counter_is_read_is_not_a_memory_kill(
     # a daemon under load tearing it down first): the command dies by SIGKILL and the cgroup
     # is gone by the time the run is read, which on a local engine is no sign of memory use.
     # Output the caller does not read holds the run open until the container has exited.
-    code = f"import sys; sys.stdout.write('x' * {4 << 20}); sys.stdout.flush(); input()"
+    # Enough to fill the pipe to the caller, little enough for the engine's buffers to take
+    # all of it (more would block the command, and the engine's stop would wait for it).
+    code = f"import sys; sys.stdout.write('x' * {256 << 10}); sys.stdout.flush(); input()"
     proc = docker.start(SandboxSpec(command=python(code), limits=ROOMY))
     assert proc.stdout is not None
     capacity = fcntl.fcntl(proc.stdout.fileno(), fcntl.F_GETPIPE_SZ)

@@ -33,8 +33,11 @@ stops, so files must be read while it runs, after the command's processes are de
 
 Memory: ``mem_limit = memswap_limit``; the kernel OOM-kills inside the container cgroup.
 ``State.OOMKilled`` only reflects the keeper, so the cgroup's ``oom_kill`` counter is read
-(v1 ``memory.oom_control`` or v2 ``memory.events``); where the cgroup is not readable (a
-remote engine) an exit by SIGKILL that we did not send is reported as memory with a note.
+(v1 ``memory.oom_control`` or v2 ``memory.events``). Its file is found once the container
+has started, while the cgroup surely exists: looked up at the end, a container the engine
+had already stopped (its cgroup deleted) looked like a remote engine, and a run's own
+SIGKILL was then taken for memory. Only where no counter was found at the start (a remote
+engine) is an exit by SIGKILL that we did not send reported as memory, with a note.
 
 The image's own ``ENV`` stays (it belongs to the trusted image); on top come only the
 explicit variables (PATH, HOME, LANG, PYTHONDONTWRITEBYTECODE, spec.env), never ours.
@@ -85,7 +88,8 @@ from verifiers.sandbox.docker_exec import (
     SANDBOX_UID,
     DockerExec,
     SocketWriter,
-    oom_kills,
+    oom_counter_path,
+    read_oom_kills,
     safe_relpath,
     work_tar,
 )
@@ -145,6 +149,7 @@ class DockerProcess(SandboxProcess):
         self._stderr_cap = OutputCapture(self.limits.output_bytes)
         self._threads: list[threading.Thread] = []
         self._container: Any = None
+        self._oom_counter: str | None = None  # found at start; None: not readable here
         self._removed = False
         self._remove_lock = threading.Lock()
         # Set once the command's output streams end (pump done), before any early teardown.
@@ -227,6 +232,7 @@ class DockerProcess(SandboxProcess):
             )
             self._image_files = self._read_image_workdir()
             self._container.start()
+            self._oom_counter = oom_counter_path(self._container.id)
         except SandboxUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - an engine/image fault is ours, not theirs
@@ -468,10 +474,19 @@ class DockerProcess(SandboxProcess):
                 return True
         except Exception:  # noqa: BLE001, S110 - removed already: fall through
             pass
-        kills = oom_kills(self._container.id)
-        if kills is not None:
-            return kills > 0
-        if exit_code == EXIT_SIGKILL and not killed:
+        if self._oom_counter is not None:
+            kills = read_oom_kills(self._oom_counter)
+            if kills is not None:
+                return kills > 0
+            # Readable at the start, gone now: the container was stopped (by our kill or by
+            # the engine) before the run ended. That is no sign of memory use; a kernel OOM
+            # kill of the keeper itself shows in State.OOMKilled above.
+            if not self._killed.is_set():
+                self._notes.append("memory counter not read: the engine stopped the container")
+            return False
+        # A remote engine: guess from the exit, unless the kill was ours (read again: the
+        # watchdog may have fired after the caller looked).
+        if exit_code == EXIT_SIGKILL and not killed and not self._killed.is_set():
             self._notes.append("memory_exceeded inferred from SIGKILL (cgroup not readable)")
             return True
         return False

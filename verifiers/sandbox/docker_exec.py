@@ -154,23 +154,29 @@ class SocketWriter(io.RawIOBase):
         super().close()
 
 
-def oom_kills(container_id: str) -> int | None:
-    """The container cgroup's oom_kill counter (v1 or v2, cgroupfs or systemd driver)."""
+def oom_counter_path(container_id: str) -> str | None:
+    """The file holding the container cgroup's oom_kill counter (v1 or v2, cgroupfs or
+    systemd driver), or None where this host cannot read it (a remote engine). Only
+    meaningful while the container runs: the engine deletes the cgroup once it stops."""
     candidates = (
         f"/sys/fs/cgroup/memory/docker/{container_id}/memory.oom_control",
         f"/sys/fs/cgroup/memory/system.slice/docker-{container_id}.scope/memory.oom_control",
         f"/sys/fs/cgroup/docker/{container_id}/memory.events",
         f"/sys/fs/cgroup/system.slice/docker-{container_id}.scope/memory.events",
     )
-    for path in candidates:
-        try:
-            with open(path) as fh:
-                for line in fh:
-                    key, _, value = line.partition(" ")
-                    if key == "oom_kill":
-                        return int(value)
-        except (OSError, ValueError):
-            continue
+    return next((path for path in candidates if read_oom_kills(path) is not None), None)
+
+
+def read_oom_kills(path: str) -> int | None:
+    """The oom_kill counter in a cgroup file; None once the cgroup is gone."""
+    try:
+        with open(path) as fh:
+            for line in fh:
+                key, _, value = line.partition(" ")
+                if key == "oom_kill":
+                    return int(value)
+    except (OSError, ValueError):
+        return None
     return None
 
 
