@@ -110,7 +110,7 @@ ACCESS_MUTANTS: tuple[Mutant, ...] = (
         replace="return owns(user, run)",
         tests=(
             ROLE_VISIBILITY,
-            "tests/runs/test_run_pages.py::test_oracle_candidates_are_withheld",
+            "tests/runs/pages/test_run_pages.py::test_oracle_candidates_are_withheld",
         ),
         survivor_note=(
             "equivalent: the result page computes the oracle banner from the run's origin "
@@ -126,7 +126,7 @@ ACCESS_MUTANTS: tuple[Mutant, ...] = (
         replace="withheld = False",
         tests=(
             ROLE_VISIBILITY,
-            "tests/runs/test_run_pages.py::test_oracle_candidates_are_withheld",
+            "tests/runs/pages/test_run_pages.py::test_oracle_candidates_are_withheld",
         ),
     ),
     Mutant(
@@ -154,7 +154,7 @@ ACCESS_MUTANTS: tuple[Mutant, ...] = (
         find="return pack_access.is_member(user) and user.has_perm(REEVALUATE)",
         replace="return pack_access.is_member(user)",
         tests=(
-            "tests/runs/test_run_pages.py::test_only_users_with_the_permission_can_re_evaluate",
+            "tests/runs/pages/test_run_pages.py::test_only_users_with_the_permission_can_re_evaluate",
             "tests/runs/test_run_api.py::test_re_evaluating_needs_the_add_evaluation_permission",
         ),
     ),
