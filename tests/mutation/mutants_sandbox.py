@@ -151,7 +151,6 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
         find='                ("msgqueue", 0),',
         replace="",
         tests=(MOUNTS, "-k message_queues and docker"),
-        fast=True,
     ),
     # --- isolation and identity ---------------------------------------------------------------
     Mutant(
@@ -338,7 +337,6 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
         find="leaf = os.open(parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)",
         replace="leaf = os.open(parts[-1], os.O_RDONLY | os.O_NONBLOCK, dir_fd=fd)",
         tests=COLLECT_BWRAP,
-        fast=True,
     ),
     Mutant(
         id="wrapper-collect-regular-only",

@@ -248,7 +248,11 @@ class DockerRun:
 
     def containers(self, *, running_only: bool = False) -> list[Any]:
         return self.client.containers.list(
-            all=not running_only, filters={"label": f"{DOCKER_TEST_LABEL}={self.run_id}"}
+            all=not running_only,
+            filters={"label": f"{DOCKER_TEST_LABEL}={self.run_id}"},
+            # A container removed between listing and inspecting (the janitor, a teardown) is
+            # simply gone, not an error.
+            ignore_removed=True,
         )
 
 

@@ -110,7 +110,9 @@ def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     except SandboxUnavailable as exc:
         unavailable("docker", exc)
     yield DockerSandbox(client, labels={TEST_LABEL: run_id})
-    left = client.containers.list(all=True, filters={"label": f"{TEST_LABEL}={run_id}"})
+    left = client.containers.list(
+        all=True, filters={"label": f"{TEST_LABEL}={run_id}"}, ignore_removed=True
+    )
     for container in left:  # leave the machine clean even when failing
         with contextlib.suppress(Exception):
             container.remove(force=True)

@@ -68,7 +68,7 @@ class Engine:
     def ours(self) -> list[Any]:
         """Every container of this test, running or not."""
         return self.client.containers.list(
-            all=True, filters={"label": f"{TEST_LABEL}={self.run_id}"}
+            all=True, filters={"label": f"{TEST_LABEL}={self.run_id}"}, ignore_removed=True
         )
 
 

@@ -112,4 +112,6 @@ def clean_up(run: TrackedRun, found: dict[str, Any]) -> None:
 def labelled_containers(run: TrackedRun) -> list[Any]:
     """The run's Docker containers, running or not."""
     client = run.backend.client  # type: ignore[attr-defined] - a DockerSandbox
-    return client.containers.list(all=True, filters={"label": f"{TEST_LABEL}={run.token}"})
+    return client.containers.list(
+        all=True, filters={"label": f"{TEST_LABEL}={run.token}"}, ignore_removed=True
+    )
