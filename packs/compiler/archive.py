@@ -36,6 +36,28 @@ _GZIP_MAGIC = b"\x1f\x8b"
 # Headers, long-name/pax records and block padding are not member data, so the raw
 # tar stream may exceed the data budget by this much per member before we stop it.
 _TAR_OVERHEAD_PER_MEMBER = 8 * 1024
+# Pax extended/global headers and GNU long name/link headers are read whole into memory
+# and parsed before the member they describe is seen. Honest ones are small: a name is at
+# most max_path_length characters and pax records for times, owner and xattrs take a few
+# hundred bytes, so 64 KiB leaves room for any real archive and keeps each read small.
+_MAX_TAR_META_HEADER_BYTES = 64 * 1024
+# tarfile before Python 3.12.6 searches pax data with a regex that backtracks over every
+# run of ASCII digits (CVE-2024-6232): n digits cost about n*n/2 steps, 5 s for 64 KiB.
+# Honest records hold lengths, times and ids of at most about 20 digits.
+_MAX_PAX_DIGIT_RUN = 32
+# All such headers of one archive together (20,000 members with 1 KiB paths stay below):
+# with the digit cap this bounds tarfile's pax parsing to about a second per pass.
+_MAX_TAR_META_TOTAL_BYTES = 32 * 1024 * 1024
+_PAX_TYPES = {
+    tarfile.XHDTYPE: "pax extended header",
+    tarfile.XGLTYPE: "pax global header",
+    tarfile.SOLARIS_XHDTYPE: "pax extended header",
+}
+_LONG_NAME_TYPES = {
+    tarfile.GNUTYPE_LONGNAME: "GNU long name header",
+    tarfile.GNUTYPE_LONGLINK: "GNU long link header",
+}
+_PAX_DIGIT_RUN = re.compile(rb"[0-9]{%d}" % (_MAX_PAX_DIGIT_RUN + 1))
 # Folders that archivers add next to the real content; they never make a pack root.
 _IGNORED_TOP_LEVEL = frozenset({"__MACOSX", ".DS_Store"})
 # Everything a damaged archive can raise while being read by the standard library.
@@ -151,12 +173,18 @@ def _detect_format(source: Path) -> Literal["zip", "tar", "tar.gz"] | None:
 
 
 def _is_plain_tar(source: Path) -> bool:
-    # tarfile.is_tarfile also accepts bz2/xz; we only promise .tar and .tar.gz.
+    # Only the first header block is parsed: tarfile.open() would already process a hostile
+    # pax header that precedes the first member, before _TarHeaderGuard has seen it.
+    # (tarfile.is_tarfile also accepts bz2/xz; we only promise .tar and .tar.gz.)
+    with source.open("rb") as fh:
+        block = fh.read(tarfile.BLOCKSIZE)
     try:
-        with tarfile.open(source, mode="r:"):
-            return True
-    except tarfile.TarError:
+        tarfile.TarInfo.frombuf(block, "utf-8", "surrogateescape")
+    except tarfile.EOFHeaderError:
+        return True  # an all-zero block: an empty tar, as tarfile.open() agrees
+    except tarfile.HeaderError:
         return False
+    return True
 
 
 # --- member validation -----------------------------------------------------------------
@@ -325,12 +353,12 @@ def _extract_tar(
     # backwards in a gzip stream means decompressing it again from the start.
     try:
         plan = _Plan(limits, label)
-        with _open_tar_stream(source, limits, gzipped=gzipped) as archive:
+        with _open_tar_stream(source, limits, label, gzipped=gzipped) as archive:
             for member in archive:
                 plan.add(member.name, _tar_kind(member), member.size)
         plan.finish()
         with (
-            _open_tar_stream(source, limits, gzipped=gzipped) as archive,
+            _open_tar_stream(source, limits, label, gzipped=gzipped) as archive,
             _Writer(destination, limits, label) as writer,
         ):
             _write_tar_members(archive, plan, writer)
@@ -363,12 +391,15 @@ def _write_tar_members(archive: tarfile.TarFile, plan: _Plan, writer: _Writer) -
 
 @contextlib.contextmanager
 def _open_tar_stream(
-    source: Path, limits: ArchiveLimits, *, gzipped: bool
+    source: Path, limits: ArchiveLimits, label: str, *, gzipped: bool
 ) -> Iterator[tarfile.TarFile]:
     cap = limits.max_unpacked_bytes + (limits.max_members + 2) * _TAR_OVERHEAD_PER_MEMBER
     with source.open("rb") as raw:
         data: IO[bytes] = gzip.GzipFile(fileobj=raw, mode="rb") if gzipped else raw
-        with data, tarfile.open(fileobj=_CappedReader(data, cap), mode="r|") as archive:  # type: ignore[arg-type]
+        # tarfile reads only through the guard, so it never gets a header block (or pax
+        # data) the guard has not checked first.
+        checked = _TarHeaderGuard(_CappedReader(data, cap), label)
+        with data, tarfile.open(fileobj=checked, mode="r|") as archive:  # type: ignore[call-overload]
             yield archive
 
 
@@ -396,6 +427,140 @@ class _CappedReader:
         if self._read > self._cap:
             raise _StreamTooLarge
         return data
+
+
+class _TarHeaderGuard:
+    """Walks the 512-byte header blocks of a tar stream as tarfile will read them.
+
+    Every block passes through here before tarfile gets it; pax and GNU long-name headers
+    that are too large, pax data tarfile would parse in quadratic time, and size fields
+    that are not numbers are refused before tarfile parses any of them. The walk follows
+    tarfile's layout rules (which types carry data, old GNU sparse extension blocks) and
+    refuses the one thing that would move a header elsewhere: a pax "size" record.
+    """
+
+    def __init__(self, inner: _CappedReader, label: str) -> None:
+        self._inner = inner
+        self._label = label
+        self._block = bytearray()  # the header block being collected
+        self._skip = 0  # bytes of member or header data (with padding) still to pass
+        self._pax: bytearray | None = None  # data of the pax header being passed
+        self._sparse_data: int | None = None  # data size once sparse extensions end
+        self._member = 1  # 1-based position of the member the next header belongs to
+        self._meta_total = 0
+        self._ended = False  # an all-zero block: tarfile stops reading headers there
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._inner.read(size)
+        self._walk(memoryview(data))
+        return data
+
+    def _walk(self, data: memoryview) -> None:
+        pos = 0
+        while pos < len(data) and not self._ended:
+            if self._skip:
+                take = min(self._skip, len(data) - pos)
+                if self._pax is not None:
+                    self._pax += data[pos : pos + take]
+                self._skip -= take
+                pos += take
+                if not self._skip and self._pax is not None:
+                    self._check_pax_data(bytes(self._pax))
+                    self._pax = None
+                continue
+            take = min(tarfile.BLOCKSIZE - len(self._block), len(data) - pos)
+            self._block += data[pos : pos + take]
+            pos += take
+            if len(self._block) == tarfile.BLOCKSIZE:
+                block = bytes(self._block)
+                self._block.clear()
+                self._on_block(block)
+
+    def _on_block(self, block: bytes) -> None:
+        if self._sparse_data is not None:
+            # An old GNU sparse extension block; byte 504 says whether another follows.
+            if not block[504]:
+                self._skip, self._sparse_data = self._sparse_data, None
+            return
+        if block.count(0) == tarfile.BLOCKSIZE:
+            self._ended = True
+            return
+        kind = block[156:157]
+        size = self._size_of(block)
+        if kind in _PAX_TYPES or kind in _LONG_NAME_TYPES:
+            self._on_meta_header(kind, size)
+            return
+        data = _padded(size) if _tar_carries_data(kind, block) else 0
+        if kind == tarfile.GNUTYPE_SPARSE and block[482]:
+            self._sparse_data = data
+        else:
+            self._skip = data
+        self._member += 1
+
+    def _on_meta_header(self, kind: bytes, size: int) -> None:
+        what = _PAX_TYPES.get(kind) or _LONG_NAME_TYPES[kind]
+        if size > _MAX_TAR_META_HEADER_BYTES:
+            raise self._refuse(
+                f"has a {what} of {_format_size(size)}, larger than the "
+                f"{_format_size(_MAX_TAR_META_HEADER_BYTES)} limit for such headers"
+            )
+        self._meta_total += size
+        if self._meta_total > _MAX_TAR_META_TOTAL_BYTES:
+            raise ArchiveError(
+                f"{self._label}: its pax and long-name headers add up to more than "
+                f"{_format_size(_MAX_TAR_META_TOTAL_BYTES)} (at member {self._member})"
+            )
+        self._skip = _padded(size)
+        self._pax = bytearray() if kind in _PAX_TYPES and self._skip else None
+
+    def _check_pax_data(self, data: bytes) -> None:
+        if _PAX_DIGIT_RUN.search(data):
+            raise self._refuse(
+                f"has a pax header with a run of more than {_MAX_PAX_DIGIT_RUN} digits"
+            )
+        # Necessary for any "size" record, whatever else the data holds; such a record
+        # moves the next header, and honest archives only write one for members > 8 GiB.
+        if b" size=" in data:
+            raise self._refuse("has a pax header that overrides its size")
+
+    def _size_of(self, block: bytes) -> int:
+        size = _tar_number(block[124:136])
+        if size is None:
+            raise self._refuse("has a tar header with an invalid size field")
+        return size
+
+    def _refuse(self, reason: str) -> ArchiveError:
+        return ArchiveError(f"{self._label}: member {self._member} {reason}")
+
+
+def _tar_number(field: bytes) -> int | None:
+    """A tar number field as tarfile reads it (octal or GNU base-256), None if invalid.
+
+    Stricter than tarfile, never looser: signs, underscores and "0o" are refused, and so
+    are negative base-256 values.
+    """
+    if field[0] == 0o200:
+        return int.from_bytes(field[1:], "big")
+    if field[0] == 0o377:
+        return None
+    text = field.split(b"\0", 1)[0].strip(b" ")
+    if not text:
+        return 0  # tarfile reads an empty field as 0
+    if any(byte not in b"01234567" for byte in text):
+        return None
+    return int(text, 8)
+
+
+def _tar_carries_data(kind: bytes, block: bytes) -> bool:
+    # tarfile skips data after regular and unknown types only; an old-style regular
+    # entry whose name ends in "/" is a folder (TarInfo.frombuf and _proc_builtin).
+    if kind == tarfile.AREGTYPE and block[:100].split(b"\0", 1)[0].endswith(b"/"):
+        return False
+    return kind in tarfile.REGULAR_TYPES or kind not in tarfile.SUPPORTED_TYPES
+
+
+def _padded(size: int) -> int:
+    return -(-size // tarfile.BLOCKSIZE) * tarfile.BLOCKSIZE
 
 
 # --- writing -----------------------------------------------------------------------------

@@ -10,6 +10,7 @@ POLICY_DISGUISES = "tests/verifiers/test_patch_policy_disguises.py"
 ARCHIVE = "packs/compiler/archive.py"
 ARCHIVE_TESTS = "tests/compiler/test_archive.py"
 ARCHIVE_BOMBS = "tests/security/test_archive_bombs.py"
+TAR_HEADER_BOMBS = "tests/security/test_tar_header_bombs.py"
 VISIBILITY = "packs/compiler/visibility.py"
 BUNDLE = "runs/bundle.py"
 BUNDLE_GUARDS = "tests/security/test_bundle_workspace_guards.py"
@@ -247,6 +248,30 @@ INPUT_MUTANTS: tuple[Mutant, ...] = (
         find="if self._read > self._cap:",
         replace="if False:",
         tests=(ARCHIVE_TESTS, ARCHIVE_BOMBS),
+    ),
+    Mutant(
+        id="archive-tar-header-size",
+        module=ARCHIVE,
+        defence="a pax or GNU long-name header over the cap is refused before tarfile reads it",
+        find="        if size > _MAX_TAR_META_HEADER_BYTES:",
+        replace="        if False:",
+        tests=(TAR_HEADER_BOMBS, "-k long_name"),
+    ),
+    Mutant(
+        id="archive-pax-digit-run",
+        module=ARCHIVE,
+        defence="a pax header with a long digit run (tarfile's regex backtracks on it) is refused",
+        find="        if _PAX_DIGIT_RUN.search(data):",
+        replace="        if False:",
+        tests=(TAR_HEADER_BOMBS, "-k digit_run"),
+    ),
+    Mutant(
+        id="archive-pax-size-record",
+        module=ARCHIVE,
+        defence="a pax size record (which moves the next header into member data) is refused",
+        find='        if b" size=" in data:',
+        replace="        if False:",
+        tests=(TAR_HEADER_BOMBS, "-k size_record"),
     ),
     Mutant(
         id="archive-sparse",

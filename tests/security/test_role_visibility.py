@@ -29,10 +29,13 @@ def test_only_users_who_may_upload_are_offered_the_upload_page(users, role, offe
     client = client_as(users[role])
     can_open = client.get(reverse("pack-upload")).status_code == 200
 
-    home = client.get("/").content.decode()  # the navigation bar and the home page's button
+    # The navigation bar, the home page's button and the pack list's button.
+    pages = {url: client.get(url).content.decode() for url in ("/", reverse("packs:list"))}
 
     assert can_open is offered
-    assert (UPLOAD_LINK in home) is offered
+    assert {url: UPLOAD_LINK in body for url, body in pages.items()} == dict.fromkeys(
+        pages, offered
+    )
 
 
 def test_the_submitter_of_an_oracle_run_is_not_shown_its_reference_candidates(cv, users):  # noqa: F811
