@@ -51,6 +51,18 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     stop_if_a_required_component_is_missing(required_components())
 
 
+# A test reaches the database or the broker only through one of these fixtures (directly or
+# through the fixtures it uses: `fixturenames` is the whole closure) or a django_db mark.
+DATABASE_FIXTURES = frozenset(
+    {"db", "transactional_db", "django_db_setup", "live_server", "settings", "workers", "broker"}
+)
+
+
+def _needs_database(item: pytest.Item) -> bool:
+    names = set(getattr(item, "fixturenames", ()))
+    return item.get_closest_marker("django_db") is not None or bool(names & DATABASE_FIXTURES)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     tests_root = Path(__file__).resolve().parent
     for item in items:
@@ -58,6 +70,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         if (
             relative.parts[0] in DATABASE_INDEPENDENT
             or item.path.name in DATABASE_INDEPENDENT_FILES
+            or not _needs_database(item)
         ):
             item.add_marker(pytest.mark.database_independent)
 
