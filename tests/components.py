@@ -73,14 +73,25 @@ def require(component: str, reason: str) -> NoReturn:
 # --- probes: None when the component is usable, else why not ---------------------------------
 
 
+def _runs_a_command(sandbox: object, name: str) -> str | None:
+    """A present backend must also work: one that exists but cannot set up its isolation
+    here would otherwise fail every sandbox test one by one, far from the cause."""
+    from verifiers.sandbox import SandboxSpec  # noqa: PLC0415
+
+    result = sandbox.run(SandboxSpec(command=["true"]))  # type: ignore[attr-defined]
+    if result.exit_code == 0:
+        return None
+    said = (result.stderr or result.stdout)[-300:].decode(errors="replace").strip()
+    return f"{name} sandbox cannot run `true` here (exit {result.exit_code}): {said}"
+
+
 def probe_bwrap() -> str | None:
     from verifiers.sandbox import SandboxUnavailable, get_sandbox  # noqa: PLC0415
 
     try:
-        get_sandbox("bwrap")
+        return _runs_a_command(get_sandbox("bwrap"), "bwrap")
     except SandboxUnavailable as exc:
         return f"bwrap sandbox unavailable: {exc}"
-    return None
 
 
 def docker_image() -> str:
@@ -99,7 +110,17 @@ def probe_docker() -> str | None:
         client.images.get(docker_image())
     except Exception as exc:  # noqa: BLE001 - not found or an API error: unusable either way
         return f"docker sandbox image {docker_image()} is not present locally: {exc}"
-    return None
+    from verifiers.sandbox.docker import DockerSandbox  # noqa: PLC0415
+
+    previous = os.environ.get("SECUREBENCH_DEFAULT_IMAGE")
+    os.environ["SECUREBENCH_DEFAULT_IMAGE"] = docker_image()
+    try:
+        return _runs_a_command(DockerSandbox(client), "docker")
+    except SandboxUnavailable as exc:
+        return f"docker sandbox unavailable: {exc}"
+    finally:
+        if previous is None:
+            os.environ.pop("SECUREBENCH_DEFAULT_IMAGE", None)
 
 
 def probe_reference_packs() -> str | None:
