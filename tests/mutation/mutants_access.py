@@ -197,11 +197,10 @@ ACCESS_MUTANTS: tuple[Mutant, ...] = (
         defence="the debug-mode session state belongs to the user who switched it on",
         find='raw.get("user") == user.pk and',
         replace="True and",
-        tests=(ROLES_TESTS, DEBUG_TESTS, "-k reveals_one_value or expires or losing_every"),
-        survivor_note=(
-            "equivalent: django.contrib.auth.login() flushes the session when another user "
-            "signs in on it, so no request can carry another user's debug-mode state; the "
-            "check is defence in depth against a future session backend that does not"
+        tests=(
+            ROLES_TESTS,
+            DEBUG_TESTS,
+            "-k reveals_one_value or expires or losing_every or belongs_to_the_user",
         ),
     ),
     Mutant(
@@ -212,12 +211,7 @@ ACCESS_MUTANTS: tuple[Mutant, ...] = (
             '    if not pack_access.has_any_privilege(user):\n        raise PermissionDenied("Debug'
         ),
         replace='    if False:\n        raise PermissionDenied("Debug',
-        tests=(ROLES_TESTS, "-k viewer_cannot_switch"),
-        survivor_note=(
-            "equivalent: the only caller, the debug-mode view, refuses unprivileged users "
-            "first, and a state stored anyway would be dropped on the next request "
-            "(privileged-revoked-role is killed); the service's own check is defence in depth"
-        ),
+        tests=(ROLES_TESTS, DEBUG_TESTS, "-k viewer_cannot_switch or service_refuses"),
     ),
     Mutant(
         id="privileged-reason-required",

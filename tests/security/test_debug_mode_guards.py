@@ -71,3 +71,47 @@ def test_an_inactive_account_reaches_nothing_even_with_a_live_session(users, res
     assert page.status_code == 302 and "/accounts/login/" in page["Location"]
     assert panel.status_code == 302
     assert AuditEvent.objects.filter(action="view_resource").count() == 0
+
+
+# --- the service's own checks, for callers other than today's view --------------------------
+# The debug-mode view refuses unprivileged users before it calls the service, and Django's
+# login() flushes a session another user signs in on; these checks must hold without that help
+# (an API endpoint, a session backend that keeps data across sign-ins).
+
+
+def _request_as(user, session=None):
+    from django.contrib.sessions.backends.db import SessionStore  # noqa: PLC0415
+    from django.test import RequestFactory  # noqa: PLC0415
+
+    request = RequestFactory().post("/debug-mode/", REMOTE_ADDR="192.0.2.7")
+    request.user = user
+    request.session = session if session is not None else SessionStore()
+    return request
+
+
+def test_the_service_refuses_debug_mode_to_a_user_without_privilege(users):  # noqa: F811
+    from django.core.exceptions import PermissionDenied  # noqa: PLC0415
+
+    from runs.privileged import SESSION_KEY, debug_mode_start  # noqa: PLC0415
+
+    request = _request_as(users["viewer"])
+
+    with pytest.raises(PermissionDenied):
+        debug_mode_start(request, reason="curious")
+
+    assert SESSION_KEY not in request.session
+    assert not AuditEvent.objects.filter(action=AuditAction.DEBUG_MODE_ON).exists()
+
+
+def test_a_debug_mode_state_belongs_to_the_user_who_switched_it_on(users):  # noqa: F811
+    from runs.privileged import debug_mode, debug_mode_start  # noqa: PLC0415
+
+    reviewer, maintainer = users["reviewer"], users["maintainer"]
+    switched = _request_as(reviewer)
+    debug_mode_start(switched, reason="checking a flaky task")
+
+    # The same session, now carrying another (also privileged) user: no debug mode for them.
+    other = _request_as(maintainer, session=switched.session)
+
+    assert debug_mode(other) is None
+    assert debug_mode(_request_as(reviewer, session=switched.session)) is None  # state dropped
