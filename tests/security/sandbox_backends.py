@@ -25,12 +25,11 @@ from typing import NoReturn
 
 import pytest
 
-from tests.components import require
+from tests.components import LOCAL_IMAGE, require
 from verifiers.sandbox import Limits, MiB, Sandbox, SandboxUnavailable, get_sandbox
 from verifiers.sandbox import bwrap as bwrap_backend
 from verifiers.sandbox.bwrap import pids_of_uid
 
-LOCAL_IMAGE = "securebench-local/python:3.11"
 TEST_LABEL = "securebench.test-run"
 WORKDIR = "/work"
 

@@ -13,30 +13,19 @@ import textwrap
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 import pytest
 
 from tests.components import require
+from tests.security.sandbox_backends import LOCAL_IMAGE, TEST_LABEL
+from tests.security.sandbox_backends import SMALL as ESCAPE_LIMITS
 from tests.security.sandbox_probes import processes_with_token, survivors, wait_for
-from verifiers.sandbox import Limits, SandboxSpec, SandboxUnavailable
-from verifiers.sandbox.base import MiB
+from verifiers.sandbox import SandboxSpec, SandboxUnavailable
 
-LOCAL_IMAGE = "securebench-local/python:3.11"
-TEST_LABEL = "securebench.test-run"
-
-SMALL = Limits(
-    wall_seconds=10.0,
-    cpu_seconds=10,
-    memory_bytes=256 * MiB,
-    pids=32,
-    file_size_bytes=16 * MiB,
-    tmp_bytes=8 * MiB,
-    work_bytes=8 * MiB,
-    open_files=64,
-    output_bytes=64 * 1024,
-)
+# The escape suites' small limits, with room for a container's start and teardown.
+SMALL = replace(ESCAPE_LIMITS, wall_seconds=10.0)
 
 # Leaves a detached process (own session, no inherited streams) and exits at once.
 DAEMON = textwrap.dedent(

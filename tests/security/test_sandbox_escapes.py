@@ -15,7 +15,6 @@ import socket
 import tempfile
 import textwrap
 import uuid
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -26,8 +25,6 @@ from tests.security.sandbox_backends import (
     SMALL,
     TIGHT_MEMORY,
     WORKDIR,
-    backend_for,
-    make_host_dir,
     write,
 )
 from tests.security.sandbox_probes import ANNOUNCING_DAEMON, survivors
@@ -41,17 +38,6 @@ from verifiers.sandbox import (
 )
 from verifiers.sandbox import bwrap as bwrap_backend
 from verifiers.sandbox.bwrap import PATH_VALUE
-
-
-@pytest.fixture(params=["bwrap", "docker"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    yield from backend_for(request.param, monkeypatch)
-
-
-@pytest.fixture
-def host_dir() -> Iterator[Path]:
-    yield from make_host_dir()
-
 
 # --- running code inside ---------------------------------------------------------------------
 

@@ -11,13 +11,12 @@ from __future__ import annotations
 
 import json
 from collections import defaultdict
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 import pytest
 
-from tests.security.sandbox_backends import SMALL, WORKDIR, backend_for, make_host_dir
+from tests.security.sandbox_backends import SMALL, WORKDIR
 from tests.security.sandbox_probes import (
     FILL_PROBE,
     MOUNTS_PROBE,
@@ -28,16 +27,6 @@ from verifiers.sandbox import MiB, Mount, Sandbox, SandboxResult, SandboxSpec
 
 # Different caps for the two tmpfs mounts, so a swapped or dropped size shows.
 CAPS = replace(SMALL, work_bytes=8 * MiB, tmp_bytes=4 * MiB, wall_seconds=60.0)
-
-
-@pytest.fixture(params=["bwrap", "docker"])
-def backend(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    yield from backend_for(request.param, monkeypatch)
-
-
-@pytest.fixture
-def host_dir() -> Iterator[Path]:
-    yield from make_host_dir()
 
 
 def report(result: SandboxResult) -> dict:
