@@ -37,7 +37,7 @@ worker: venv
 # lock forever at the main process's exit; and repeated signals (a `kill 0` that re-enters
 # its own trap) interrupt the main process's shutdown at random points.
 START_WORKER = set -m; \
-	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox --loglevel=INFO $(WORKER_ARGS) & \
+	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox,actions --loglevel=INFO $(WORKER_ARGS) & \
 	worker=$$!; set +m; stopping=; stopped=; \
 	stop_worker() { \
 	  [ -z "$$stopped" ] || return 0; \

@@ -77,7 +77,7 @@ def _second_worker(site: Site) -> subprocess.Popen[bytes]:
             "-A",
             "securebench_site",
             "worker",
-            "--queues=text,sandbox",
+            "--queues=text,sandbox,actions",
             "--concurrency=2",
             "--hostname=second@%h",
             "--loglevel=WARNING",

@@ -1,9 +1,10 @@
 """The contract's budgets against the usage a run reports.
 
-Budgets (``contract.budgets`` in the manifest: ``wall_time_seconds``, ``tokens``, ``usd``) are
-per task: each task's reported usage is held to them, and the run-level total to the budget
-times the number of tasks in the contract version. A run over budget is still scored, but
-it is not eligible for the leaderboard, and the page says why.
+Budgets (``contract.budgets`` in the manifest: ``wall_time_seconds``, ``tokens``, ``usd``,
+``steps``) are per task: each task's reported usage is held to them, and the run-level total to
+the budget times the number of tasks in the contract version. Live episodes have their wall
+time and steps measured by the site, not reported (episodes.budgets). A run over budget is
+still scored, but it is not eligible for the leaderboard, and the page says why.
 """
 
 from __future__ import annotations
@@ -17,8 +18,10 @@ BUDGET_FIGURES: dict[str, tuple[str, ...]] = {
     "wall_time_seconds": ("wall_seconds",),
     "tokens": ("input_tokens", "output_tokens"),
     "usd": ("usd",),
+    # Counted by the site itself for live episodes (episodes app); a bundle may report it.
+    "steps": ("steps",),
 }
-UNITS = {"wall_time_seconds": "seconds", "tokens": "tokens", "usd": "USD"}
+UNITS = {"wall_time_seconds": "seconds", "tokens": "tokens", "usd": "USD", "steps": "steps"}
 MAX_NOTES = 20
 
 

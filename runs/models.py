@@ -27,6 +27,14 @@ class CandidateOrigin(models.TextChoices):
     NULL = "null", "null (empty candidates)"
 
 
+class RunMode(models.TextChoices):
+    # Candidates arrive as a bundle or in API batches, made somewhere else.
+    BUNDLE = "bundle", "bundle"
+    # An agent acts live against the site over CUBE (the episodes app); each episode's
+    # final answer becomes the run's candidate for its task.
+    EPISODES = "episodes", "live episodes"
+
+
 class Run(models.Model):
     contract_version = models.ForeignKey(
         ContractVersion, on_delete=models.PROTECT, related_name="runs"
@@ -39,6 +47,7 @@ class Run(models.Model):
     origin = models.CharField(
         max_length=16, choices=CandidateOrigin.choices, default=CandidateOrigin.AGENT
     )
+    mode = models.CharField(max_length=16, choices=RunMode.choices, default=RunMode.BUNDLE)
     submitted_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
@@ -219,6 +228,8 @@ class AuditAction(models.TextChoices):
     VIEW_DETAILS = "view_details", "viewed verifier details"
     VIEW_CANDIDATE = "view_candidate", "viewed a privileged candidate"
     API_RESULTS = "api_results", "read results with logs through the API"
+    ORACLE_EPISODE_RUN = "oracle_episode_run", "opened an oracle episode run"
+    EPISODE_PRIVILEGED_INFO = "episode_privileged_info", "an oracle episode read a reference"
 
 
 class AuditEvent(models.Model):

@@ -336,14 +336,19 @@ def _no_nul(text: str) -> str:
 
 
 def evaluation_finish_if_done(evaluation_id: int) -> bool:
-    """Complete the evaluation if no result is open; True for the one caller that did."""
+    """Complete the evaluation if no result is open; True for the one caller that did.
+
+    Only a submitted run's evaluation can finish: a live episode run (runs.models.RunMode)
+    scores each task as its episode ends, and more candidates arrive until the run closes.
+    """
     if TaskResult.objects.filter(evaluation_id=evaluation_id, status__in=OPEN_STATUSES).exists():
         return False
+    finishable = Evaluation.objects.filter(pk=evaluation_id, run__submitted_at__isnull=False)
+    if not finishable.exclude(status=EvaluationStatus.DONE).exists():
+        return False
     summary = evaluation_summary(evaluation_id)
-    updated = (
-        Evaluation.objects.filter(pk=evaluation_id)
-        .exclude(status=EvaluationStatus.DONE)
-        .update(status=EvaluationStatus.DONE, finished_at=timezone.now(), **summary)
+    updated = finishable.exclude(status=EvaluationStatus.DONE).update(
+        status=EvaluationStatus.DONE, finished_at=timezone.now(), **summary
     )
     return updated == 1
 

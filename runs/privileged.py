@@ -65,6 +65,25 @@ def _read_state(request: HttpRequest) -> DebugMode | None:
     return DebugMode(reason=str(raw.get("reason", "")), expires_at=expires_at)
 
 
+def session_debug_mode(session_key: str, user: Any) -> DebugMode | None:
+    """The debug mode a stored session still holds for ``user`` (an oracle episode run opened
+    from the site keeps its privilege only while the debug mode that opened it lasts)."""
+    if not session_key or user is None:
+        return None
+    from importlib import import_module  # noqa: PLC0415
+
+    store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
+    raw = store.get(SESSION_KEY)
+    if not isinstance(raw, dict) or raw.get("user") != user.pk or "until" not in raw:
+        return None
+    if not pack_access.has_any_privilege(user):
+        return None
+    expires_at = dt.datetime.fromtimestamp(float(raw["until"]), tz=dt.UTC)
+    if expires_at <= timezone.now():
+        return None
+    return DebugMode(reason=str(raw.get("reason", "")), expires_at=expires_at)
+
+
 def debug_mode_start(request: HttpRequest, *, reason: str) -> DebugMode:
     user = request.user
     if not pack_access.has_any_privilege(user):

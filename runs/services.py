@@ -27,6 +27,7 @@ from runs.models import (
     Evaluation,
     ResultStatus,
     Run,
+    RunMode,
     TaskResult,
     WorkQueue,
 )
@@ -116,7 +117,7 @@ def run_submit(run: Run, *, user: Any = None) -> Evaluation:
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.is_submitted:
             raise RunAlreadySubmitted(f"run {run.pk} is already submitted")
-        _apply_budgets(locked)
+        run_apply_budgets(locked)
         locked.submitted_at = timezone.now()
         locked.save(update_fields=["submitted_at", "usage", "over_budget", "budget_notes"])
         evaluation = evaluation_create(locked, created_by=user)
@@ -267,7 +268,9 @@ def verifier_candidate(candidate: Candidate) -> VerifierCandidate:
     )
 
 
-def _apply_budgets(run: Run) -> None:
+def run_apply_budgets(run: Run, *, extra_notes: Iterable[str] = ()) -> None:
+    """Hold the run's usage to the contract's budgets; notes found elsewhere (a live episode
+    truncated at its budget) are added to the ones the usage gives."""
     budgets = contract_budgets(run.contract_version.contract)
     task_usages = list(
         Candidate.objects.filter(run=run).exclude(usage={}).values_list("task__task_id", "usage")
@@ -275,8 +278,117 @@ def _apply_budgets(run: Run) -> None:
     reported = {key: value for key, value in run.usage.items() if not key.startswith("total_")}
     check = check_budgets(budgets, reported, task_usages, run.contract_version.task_count)
     run.usage = {**reported, **{f"total_{key}": value for key, value in check.totals.items()}}
-    run.over_budget = check.over_budget
-    run.budget_notes = check.notes
+    notes = [*check.notes, *(note for note in extra_notes if note not in check.notes)]
+    run.over_budget = bool(notes)
+    run.budget_notes = notes
+
+
+# --- live runs (candidates arrive one task at a time, e.g. from episodes) --------------------
+
+
+def run_open_live(
+    *,
+    contract_version: ContractVersion,
+    metadata: RunMetadata,
+    source: str,
+    user: Any = None,
+    origin: str = CandidateOrigin.AGENT,
+) -> tuple[Run, Evaluation]:
+    """A run whose evaluation exists from the start and fills in as tasks are attempted.
+
+    The evaluation cannot finish before the run is closed (``run_close_live``), however many
+    of its results are final: more candidates may still arrive.
+    """
+    with transaction.atomic():
+        run = run_create(
+            contract_version=contract_version,
+            metadata=metadata,
+            source=source,
+            user=user,
+            origin=origin,
+        )
+        Run.objects.filter(pk=run.pk).update(mode=RunMode.EPISODES)
+        run.mode = RunMode.EPISODES
+        evaluation = Evaluation.objects.create(
+            run=run,
+            number=1,
+            evaluator=settings.SECUREBENCH_EVALUATOR,
+            created_by=_user_or_none(user),
+            total=contract_version.task_count,
+        )
+    return run, evaluation
+
+
+def run_record_live_candidate(
+    run: Run,
+    task: Task,
+    candidate: VerifierCandidate | None,
+    *,
+    usage: dict[str, float],
+) -> TaskResult:
+    """Store the task's candidate (replacing an earlier attempt's) and queue its verdict.
+
+    Called inside the caller's transaction; the verifier message leaves on commit. A result
+    still being scored is never replaced: the caller waits for it to be final first.
+    """
+    evaluation = Evaluation.objects.select_for_update().get(run=run, number=1)
+    previous = TaskResult.objects.filter(evaluation=evaluation, task=task).first()
+    if previous is not None:
+        if not previous.is_final:
+            raise RunAlreadySubmitted(f"task {task.task_id} is still being scored")
+        previous.delete()
+    Candidate.objects.filter(run=run, task=task).delete()
+    candidate_id = None
+    if candidate is not None:
+        line = BundleLine(line=None, task_id=task.task_id, candidate=candidate, usage=usage)
+        row = _candidate_row(run, task, line)
+        row.save()
+        candidate_id = row.pk
+    result = _initial_result(
+        evaluation,
+        {"pk": task.pk, "family": task.family, "position": task.position},
+        candidate_id,
+        timezone.now(),
+    )
+    if candidate is None and get_family(task.family).active:
+        result.status, result.failure_reason = ResultStatus.FAILED, Reason.MISSING_CANDIDATE
+        result.finished_at = timezone.now()
+    result.save()
+    Run.objects.filter(pk=run.pk).update(candidate_count=Candidate.objects.filter(run=run).count())
+    if result.status == ResultStatus.QUEUED:
+        transaction.on_commit(
+            lambda: evaluation_dispatch(evaluation.pk, result_ids=[result.pk]), robust=True
+        )
+    return result
+
+
+def run_close_live(run: Run, *, extra_budget_notes: Iterable[str] = ()) -> Evaluation:
+    """No more candidates: budgets are applied, unattempted tasks get their final result
+    (``missing_candidate``, or ``pending`` for deferred families), and the evaluation
+    finishes once the last verdict lands."""
+    with transaction.atomic():
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        evaluation = Evaluation.objects.get(run=locked, number=1)
+        if locked.is_submitted:
+            return evaluation
+        run_apply_budgets(locked, extra_notes=extra_budget_notes)
+        locked.submitted_at = timezone.now()
+        locked.save(update_fields=["submitted_at", "usage", "over_budget", "budget_notes"])
+        attempted = set(
+            TaskResult.objects.filter(evaluation=evaluation).values_list("task_id", flat=True)
+        )
+        now = timezone.now()
+        rows = [
+            _initial_result(evaluation, task, None, now)
+            for task in locked.contract_version.tasks.order_by("position").values(
+                "pk", "family", "position"
+            )
+            if task["pk"] not in attempted
+        ]
+        TaskResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
+        transaction.on_commit(lambda: evaluation_finish_if_done(evaluation.pk), robust=True)
+    run.refresh_from_db()
+    return evaluation
 
 
 # --- evaluations ----------------------------------------------------------------------------

@@ -7,8 +7,10 @@ set; production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY`` and
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
+import tempfile
 from datetime import timedelta
 from pathlib import Path
 
@@ -59,29 +61,62 @@ DEBUG = env_bool("DEBUG", False)
 DATA_DIR = Path(env_str("SECUREBENCH_DATA_DIR") or BASE_DIR / "var").resolve()
 
 
-def _secret_key() -> str:
+def _given_secret_key() -> str:
+    """SECRET_KEY, else the content of SECRET_KEY_FILE, else "" (none given)."""
     key = env_str("SECRET_KEY")
     key_file = env_str("SECRET_KEY_FILE")
-    if not key and key_file:
-        key = Path(key_file).read_text().strip()
-    if key:
+    if key or not key_file:
         return key
-    if not DEBUG:
-        raise ImproperlyConfigured(
-            "SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off; "
-            "`make run` sets DEBUG=1 and keeps a generated key under the data folder."
-        )
-    # Local development only: a random key kept in the data folder so sessions survive
-    # restarts; never committed, never shared.
-    path = DATA_DIR / "secret_key"
+    try:
+        key = Path(key_file).read_text().strip()
+    except OSError as exc:
+        raise ImproperlyConfigured(f"SECRET_KEY_FILE {key_file!r} cannot be read: {exc}") from exc
+    if not key:
+        raise ImproperlyConfigured(f"SECRET_KEY_FILE {key_file!r} is empty")
+    return key
+
+
+def _generated_secret_key(path: Path) -> str:
+    """The key kept in the data folder, readable by its owner only. It is written to a
+    temporary file (0600 from the start) and linked into place, so a web server and a worker
+    started together never read a half-written key nor keep two different ones."""
     if not path.exists():
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(secrets.token_urlsafe(50))
-        path.chmod(0o600)
-    return path.read_text().strip()
+        descriptor, temporary = tempfile.mkstemp(dir=path.parent, prefix=".secret_key-")
+        try:
+            with os.fdopen(descriptor, "w") as handle:
+                handle.write(secrets.token_urlsafe(50))
+            with contextlib.suppress(FileExistsError):
+                os.link(temporary, path)
+        finally:
+            os.unlink(temporary)
+    key = path.read_text().strip()
+    if not key:
+        raise ImproperlyConfigured(f"{path} is empty: delete it and a new key is generated")
+    return key
 
 
-SECRET_KEY = _secret_key()
+def _secret_key() -> tuple[str, bool]:
+    """The key and whether it is the generated one. A key is generated only where no other
+    process can depend on it: with DEBUG on, or on the embedded defaults (no DATABASE_URL),
+    so that the README's `manage.py` commands work in a fresh clone without exporting
+    anything. Production (DATABASE_URL set, DEBUG off) must bring its own key; the deploy
+    check (securebench_site.checks) warns about a generated one wherever it is in use."""
+    given = _given_secret_key()
+    if given:
+        return given, False
+    # Read here too (the database section reads it again): only its presence matters here.
+    production_database = bool(env_str("DATABASE_URL"))
+    if production_database and not DEBUG:
+        raise ImproperlyConfigured(
+            "SECRET_KEY (or SECRET_KEY_FILE) must be set when DEBUG is off and DATABASE_URL "
+            "is set; a generated key under the data folder is kept only on the embedded "
+            "defaults (no DATABASE_URL) or with DEBUG=1."
+        )
+    return _generated_secret_key(DATA_DIR / "secret_key"), True
+
+
+SECRET_KEY, SECUREBENCH_SECRET_KEY_GENERATED = _secret_key()
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "[::1]"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -98,8 +133,10 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "django_htmx",
+    "securebench_site.apps.SiteConfig",
     "packs",
     "runs",
+    "episodes",
 ]
 
 MIDDLEWARE = [
@@ -278,6 +315,10 @@ CELERY_TASK_ROUTES = {
     "runs.tasks.score_text_results": {"queue": "text"},
     "runs.tasks.score_sandbox_result": {"queue": "sandbox"},
     "runs.tasks.reap_leases": {"queue": "text"},
+    # Agents wait on these (run_python now, workspace actions next): a queue of their own, so
+    # a long verification backlog never holds an agent's step past its answer window.
+    "episodes.tasks.run_step_action": {"queue": "actions"},
+    "episodes.tasks.reap_episodes": {"queue": "text"},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
@@ -312,6 +353,11 @@ CELERY_BEAT_SCHEDULE = {
     "remove-stale-sandboxes": {
         "task": "runs.tasks.remove_stale_sandboxes",
         "schedule": float(env_int("SECUREBENCH_STALE_SANDBOX_CHECK_SECONDS", 600)),
+    },
+    # Idle episodes, verdicts to copy to their episodes, episode runs whose URL expired.
+    "reap-episodes": {
+        "task": "episodes.tasks.reap_episodes",
+        "schedule": float(SECUREBENCH_REAPER_SECONDS),
     },
 }
 # A Docker sandbox older than this is an orphan of a dead worker: no live verification runs
@@ -426,13 +472,54 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "securebench_site.auth.locked_out"
 
+# Every handler redacts capability URLs (securebench_site.log_filters), including the
+# development server's access log, which Django otherwise writes through a handler of its own.
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "filters": {"capabilities": {"()": "securebench_site.log_filters.RedactCapabilities"}},
+    "formatters": {
+        "server": {
+            "()": "django.utils.log.ServerFormatter",
+            "format": "[{server_time}] {message}",
+            "style": "{",
+        }
+    },
+    "handlers": {
+        "console": {"class": "logging.StreamHandler", "filters": ["capabilities"]},
+        "server": {
+            "class": "logging.StreamHandler",
+            "formatter": "server",
+            "filters": ["capabilities"],
+        },
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "WARNING"}},
+    "loggers": {
+        "django.db.backends": {"level": "WARNING"},
+        "django.server": {"handlers": ["server"], "level": "INFO", "propagate": False},
+        "django.request": {"handlers": ["console"], "level": "WARNING", "propagate": False},
+    },
 }
+
+# --- Live episodes over CUBE (episodes app) ----------------------------------------------------
+# An episode run's URL (a capability) works this long unless revoked or shut down earlier; an
+# episode with no call for the idle time is scored as it stands (abandoned).
+SECUREBENCH_EPISODE_RUN_HOURS = env_int("SECUREBENCH_EPISODE_RUN_HOURS", 24)
+SECUREBENCH_EPISODE_IDLE_MINUTES = env_int("SECUREBENCH_EPISODE_IDLE_MINUTES", 15)
+# `open_episode_run --oracle` (shell access is trusted already) holds its privilege this long.
+SECUREBENCH_ORACLE_EPISODE_MINUTES = env_int("SECUREBENCH_ORACLE_EPISODE_MINUTES", 120)
+# Steps (reset, step, tools/call) per second per run, all of its clients together.
+SECUREBENCH_EPISODE_STEPS_PER_SECOND = env_int("SECUREBENCH_EPISODE_STEPS_PER_SECOND", 40)
+# The stock client gives up after 10 s: final_step waits this long for the verdict, a
+# sandboxed action this long for a worker (plus a grace for one taken at the last moment).
+SECUREBENCH_EPISODE_VERDICT_WAIT_SECONDS = float(
+    env_int("SECUREBENCH_EPISODE_VERDICT_WAIT_MS", 6000) / 1000
+)
+SECUREBENCH_EPISODE_ACTION_WAIT_SECONDS = float(
+    env_int("SECUREBENCH_EPISODE_ACTION_WAIT_MS", 2500) / 1000
+)
+SECUREBENCH_EPISODE_ACTION_GRACE_SECONDS = 6.0
+SECUREBENCH_CUBE_MAX_BODY_BYTES = env_int("SECUREBENCH_CUBE_MAX_BODY_BYTES", 2 * 1024 * 1024)
 
 # --- Roles and debug mode ------------------------------------------------------------------
 # Everything needs a signed-in user with a role (runs.roles) except the login page; with

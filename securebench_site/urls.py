@@ -10,6 +10,7 @@ urlpatterns = [
     path("upload/", pack_views.pack_upload, name="pack-upload"),
     path("packs/", include("packs.urls")),
     path("", include("runs.urls")),
+    path("", include("episodes.urls")),
     path("api/v1/", include("packs.api_urls")),
     path("api/v1/", include("runs.api_urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),

@@ -212,6 +212,7 @@ _BUDGETS = strict_object(
         "tokens": Field(positive_integer),
         "usd": Field(non_negative_number),
         "attempts": Field(positive_integer),
+        "steps": Field(positive_integer),
     }
 )
 

@@ -72,7 +72,7 @@ class WorkerPool:
         *,
         concurrency: int = 2,
         beat: bool = True,
-        queues: str = "text,sandbox",
+        queues: str = "text,sandbox,actions",
         env: dict[str, str] | None = None,
     ) -> WorkerProcess:
         log = self.root / f"worker-{name}.log"

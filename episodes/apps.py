@@ -1,0 +1,14 @@
+from django.apps import AppConfig
+
+
+class EpisodesConfig(AppConfig):
+    """Agents acting live against a contract version over CUBE (episodes → runs → packs)."""
+
+    name = "episodes"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        # The run API opens an episode run through runs.modes; runs never imports us.
+        from episodes.services import register_run_mode  # noqa: PLC0415
+
+        register_run_mode()

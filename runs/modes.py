@@ -1,0 +1,34 @@
+"""Ways to open a run other than a bundle, registered by the layers above ``runs``.
+
+The run API's ``mode`` field picks one. ``runs`` never imports those layers: the episodes app
+registers its opener here when Django starts (episodes.apps), so ``POST /api/v1/runs/`` can
+open a live episode run while the dependency still points downwards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from runs.models import Run
+
+
+@dataclass(frozen=True)
+class OpenedRun:
+    run: Run
+    # Extra members for the API answer, e.g. the run's benchmark URL (shown this once).
+    extra: dict[str, Any]
+
+
+# (contract_version, metadata, source, user, base_url) → OpenedRun
+RunOpener = Callable[..., OpenedRun]
+_openers: dict[str, RunOpener] = {}
+
+
+def register_run_opener(mode: str, opener: RunOpener) -> None:
+    _openers[mode] = opener
+
+
+def run_opener(mode: str) -> RunOpener | None:
+    return _openers.get(mode)
