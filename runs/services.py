@@ -95,6 +95,7 @@ def run_add_candidates(run: Run, lines: list[BundleLine]) -> int:
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.is_submitted:
             raise RunAlreadySubmitted(f"run {run.pk} is already submitted")
+        _refuse_live(locked)
         tasks = _tasks_by_id(run.contract_version_id, (line.task_id for line in lines))
         stored = set(
             Candidate.objects.filter(
@@ -117,6 +118,7 @@ def run_submit(run: Run, *, user: Any = None) -> Evaluation:
         locked = Run.objects.select_for_update().get(pk=run.pk)
         if locked.is_submitted:
             raise RunAlreadySubmitted(f"run {run.pk} is already submitted")
+        _refuse_live(locked)
         run_apply_budgets(locked)
         locked.submitted_at = timezone.now()
         locked.save(update_fields=["submitted_at", "usage", "over_budget", "budget_notes"])
@@ -188,6 +190,12 @@ def run_submit_reference(
         evaluation = run_submit(run, user=user)
     run.refresh_from_db()
     return run, evaluation
+
+
+def _refuse_live(run: Run) -> None:
+    # A live run's candidates are its episodes' final answers, and it closes itself.
+    if run.mode == RunMode.EPISODES:
+        raise RunAlreadySubmitted(f"run {run.pk} is a live episode run; its episodes submit")
 
 
 def _user_or_none(user: Any) -> Any:
@@ -402,7 +410,9 @@ def evaluation_create(run: Run, *, created_by: Any = None) -> Evaluation:
     their messages are sent only when this transaction commits.
     """
     with transaction.atomic():
-        Run.objects.select_for_update().filter(pk=run.pk).exists()
+        locked = Run.objects.select_for_update().get(pk=run.pk)
+        if locked.mode == RunMode.EPISODES and not locked.is_submitted:
+            raise RunAlreadySubmitted(f"run {run.pk} is still live: re-score it once closed")
         number = (run.evaluations.aggregate(top=Max("number"))["top"] or 0) + 1
         evaluation = Evaluation.objects.create(
             run=run,

@@ -88,7 +88,8 @@ def test_the_deploy_check_is_clean_with_production_environment_variables(tmp_pat
 
 @pytest.mark.database_independent
 def test_production_refuses_to_start_without_a_secret_key(tmp_path):
-    env = production_env(tmp_path)
+    # Production shape: a database of its own; only the embedded defaults generate a key.
+    env = production_env(tmp_path, DATABASE_URL=f"sqlite:///{tmp_path / 'production.sqlite3'}")
     del env["SECRET_KEY"]
 
     done = manage(env, "check")
