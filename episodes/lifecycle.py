@@ -349,8 +349,9 @@ def episode_await_verdict(episode: Episode, *, wait: float | None = None) -> Epi
 def verdict_info(episode: Episode) -> dict[str, Any]:
     """The verdict's status and reason only: never details, expected values or output."""
     if episode.status == EpisodeStatus.SCORING:
-        return {"status": "scoring", "episode": "scoring"}
-    info: dict[str, Any] = {"status": episode.verdict_status, "episode": episode.status}
+        info: dict[str, Any] = {"status": "scoring", "episode": "scoring"}
+    else:
+        info = {"status": episode.verdict_status, "episode": episode.status}
     if episode.verdict_reason:
         info["reason"] = episode.verdict_reason
     if episode.end_note:

@@ -394,7 +394,9 @@ def run_close_live(run: Run, *, extra_budget_notes: Iterable[str] = ()) -> Evalu
             if task["pk"] not in attempted
         ]
         TaskResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
-        transaction.on_commit(lambda: evaluation_finish_if_done(evaluation.pk), robust=True)
+    # After the commit, so that a worker landing the last verdict meanwhile and this call
+    # cannot both miss it: whichever comes second finishes the evaluation.
+    evaluation_finish_if_done(evaluation.pk)
     run.refresh_from_db()
     return evaluation
 

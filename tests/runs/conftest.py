@@ -174,7 +174,7 @@ def broker(isolated_data_dir: Path) -> Iterator[BrokerConfig]:
     _reset_celery_pools(app)
     if not url.startswith("filesystem"):
         with app.connection_for_write() as connection:
-            for queue in ("text", "sandbox"):
+            for queue in ("text", "sandbox", "actions"):
                 connection.default_channel.queue_purge(queue)
     yield BrokerConfig(url=url, transport_options=options)
     app.conf.broker_url, app.conf.broker_transport_options = saved
