@@ -22,6 +22,7 @@ from episodes import wire
 from episodes.models import Step, StepState
 from packs.selectors import evaluator_task_lanes
 from runs.pipeline import worker_name, worker_sandbox
+from verifiers.sandbox import SandboxUnavailable
 from verifiers.snippet import SnippetOutcome, SnippetRejected, run_snippet
 from verifiers.verdict import scrub, secret_strings
 
@@ -61,6 +62,13 @@ def run_sandboxed(step: Step, tool_name: str, arguments: dict[str, str]) -> dict
         if row and row["state"] == StepState.DONE:
             return row["observation"]
         time.sleep(POLL_SECONDS)
+    # The worker's own write is conditional on "running": once expired here, what the agent
+    # was told (not run in time) is what the trajectory keeps.
+    if Step.objects.filter(pk=step.pk, state=StepState.RUNNING).update(state=StepState.EXPIRED):
+        return _busy(step, "it did not finish within the answer window")
+    row = Step.objects.filter(pk=step.pk).values("state", "observation").first()
+    if row and row["state"] == StepState.DONE:
+        return row["observation"]
     return _busy(step, "it did not finish within the answer window")
 
 
@@ -104,6 +112,13 @@ def _run_python(step: Step) -> tuple[dict[str, Any], str]:
     stdin = str(step.arguments.get("stdin", ""))
     try:
         outcome = run_snippet(sandbox, code, stdin)
+    except SandboxUnavailable:
+        logger.warning("run_python of step %s: the sandbox could not start", step.pk, exc_info=True)
+        message = "The sandbox could not start on this worker; try again."
+        return wire.observation(
+            [wire.text_content(message, tool_call_id=tool_call_id)],
+            err=wire.step_error("SandboxUnavailable", message),
+        ), sandbox.name
     except SnippetRejected as exc:
         return wire.observation(
             [wire.text_content(f"Action failed — {exc}", tool_call_id=tool_call_id)],

@@ -2,7 +2,8 @@
 
 The mutants themselves live beside this file, by area: mutants_inputs.py (patch policy,
 archives, lanes, bundles), mutants_access.py (access control, debug mode) and
-mutants_channel.py (the code_completion verdict channel).
+mutants_channel.py (the code_completion verdict channel), mutants_episodes.py (live
+episodes).
 
 Each mutant removes or weakens exactly one defence and names the tests that must then fail.
 Anchors (``find``) are short and must occur exactly once in their module: when the code moves
@@ -18,6 +19,7 @@ from __future__ import annotations
 from tests.mutation.engine import Mutant
 from tests.mutation.mutants_access import ACCESS_MUTANTS, DEBUG_TESTS, ROLE_VISIBILITY
 from tests.mutation.mutants_channel import CHANNEL_MUTANTS, CHANNEL_TESTS
+from tests.mutation.mutants_episodes import EPISODE_MUTANTS
 from tests.mutation.mutants_inputs import (
     ARCHIVE_BOMBS,
     BUNDLE_GUARDS,
@@ -33,6 +35,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *CHANNEL_MUTANTS,
     *SANDBOX_MUTANTS,
     *SEALED_MUTANTS,
+    *EPISODE_MUTANTS,
 )
 
 # Test files written because a first run let mutants survive (the report points at them).
