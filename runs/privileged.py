@@ -79,7 +79,7 @@ def session_debug_mode(session_key: str, user: Any) -> DebugMode | None:
     if not pack_access.has_any_privilege(user):
         return None
     expires_at = dt.datetime.fromtimestamp(float(raw["until"]), tz=dt.UTC)
-    if expires_at <= timezone.now():
+    if timezone.now() >= expires_at:
         return None
     return DebugMode(reason=str(raw.get("reason", "")), expires_at=expires_at)
 
