@@ -319,7 +319,11 @@ def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
         raise PermissionDenied("Re-evaluating needs the reviewer role.")
     run = selectors.run_get(run_id, user=request.user)
     if not run.is_submitted:
-        messages.error(request, "This run is still being filled through the API; submit it first.")
+        messages.error(
+            request,
+            "This run is still open (API batches to submit, or live episodes to close); "
+            "it can be re-scored once it is submitted or closed.",
+        )
         return redirect("runs:detail", run_id=run.pk)
     evaluation = evaluation_create(run, created_by=request.user)
     messages.success(request, f"Evaluation {evaluation.number} of run {run.pk} is queued.")
