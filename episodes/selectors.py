@@ -199,8 +199,9 @@ def step_title(step: Step) -> str:
 def _content_view(item: dict[str, Any]) -> ContentView:
     data = item.get("data")
     text = data if isinstance(data, str) else _pretty(data)
-    kind = str(item.get("_type", "")).rsplit(".", 1)[-1] or "content"
-    label = str(item.get("name") or kind)
+    # Named contents (objective, task, reference) say what they are; a tool's plain answer
+    # is what the agent observed.
+    label = str(item.get("name") or "observation")
     return ContentView(label=label, text=text, preview=_preview(text), lines=text.count("\n") + 1)
 
 

@@ -15,14 +15,8 @@ from django.core.files.uploadedfile import UploadedFile
 from django.db.models import Count, Q, QuerySet
 from django.shortcuts import get_object_or_404
 from django.template.defaultfilters import filesizeformat
-from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import (
-    OpenApiParameter,
-    OpenApiResponse,
-    extend_schema,
-    extend_schema_field,
-)
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException, ParseError, PermissionDenied
@@ -37,16 +31,29 @@ from rest_framework.views import APIView
 from packs.models import ContractVersion
 from packs.permissions import CanBrowse
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, privileged
-from runs.bundle import (
-    USAGE_KEYS,
-    BundleRejected,
-    ParsedBundle,
-    parse_bundle_file,
-    parse_candidate_objects,
+from runs import access, modes, privileged
+from runs.api_serializers import (
+    BundleInput,
+    BundleSubmittedOutput,
+    CandidateBatchDoc,
+    CandidateBatchInput,
+    CandidatesAddedOutput,
+    EvaluationQueuedOutput,
+    EvaluationStatusOutput,
+    EvaluationSummaryOutput,
+    PrivilegedTaskResultOutput,
+    ResultFilter,
+    RunCreatedOutput,
+    RunDetailOutput,
+    RunFilter,
+    RunMetadataInput,
+    RunOutput,
+    TaskResultOutput,
+    evaluation_url,
+    no_counts,
 )
-from runs.models import AuditAction, Evaluation, ResultStatus, Run, RunSource, TaskResult
-from runs.selectors import public_detail_counts
+from runs.bundle import BundleRejected, ParsedBundle, parse_bundle_file, parse_candidate_objects
+from runs.models import AuditAction, Evaluation, ResultStatus, Run, RunMode, RunSource, TaskResult
 from runs.services import (
     RunAlreadySubmitted,
     RunMetadata,
@@ -56,9 +63,6 @@ from runs.services import (
     run_submit,
     run_submit_bundle,
 )
-
-MAX_BATCH_ITEMS = 1000
-
 
 # --- limits and throttles --------------------------------------------------------------------
 
@@ -111,263 +115,6 @@ class RunApiView(APIView):
         return [RunWriteThrottle()]
 
 
-# --- serializers -------------------------------------------------------------------------------
-
-
-def _absolute(request: Request, name: str, **kwargs: Any) -> str:
-    return request.build_absolute_uri(reverse(name, kwargs=kwargs))
-
-
-class StrictSerializer(serializers.Serializer):
-    """Names unknown keys instead of ignoring them, so a typo (``agent`` for
-    ``agent_name``) is an error rather than a silently empty field."""
-
-    def to_internal_value(self, data: Any) -> Any:
-        if hasattr(data, "keys"):
-            unknown = sorted(set(data.keys()) - set(self.fields) - {"csrfmiddlewaretoken"})
-            if unknown:
-                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
-        return super().to_internal_value(data)
-
-
-class UsageField(serializers.DictField):
-    """Run-level usage: any of wall_seconds, input_tokens, output_tokens, usd (numbers ≥ 0)."""
-
-    def to_internal_value(self, data: Any) -> dict[str, float]:
-        value = super().to_internal_value(data)
-        errors: dict[str, list[str]] = {}
-        for key, item in value.items():
-            if key not in USAGE_KEYS:
-                errors[key] = ["is not a usage key (allowed: " + ", ".join(USAGE_KEYS) + ")"]
-            elif isinstance(item, bool) or not isinstance(item, int | float) or item < 0:
-                errors[key] = ["must be a non-negative number"]
-        if errors:
-            raise serializers.ValidationError(errors)
-        return value
-
-
-def contract_version_or_errors(pack: str, version: int) -> ContractVersion:
-    """The contract version a run targets; unknown ones are a 400 naming the field."""
-    contract_version = (
-        ContractVersion.objects.select_related("pack")
-        .filter(pack__pack_id=pack, version=version)
-        .first()
-    )
-    if contract_version is not None:
-        return contract_version
-    versions = list(
-        ContractVersion.objects.filter(pack__pack_id=pack)
-        .order_by("version")
-        .values_list("version", flat=True)
-    )
-    if not versions:
-        raise serializers.ValidationError({"pack": [f"There is no pack {pack!r}."]})
-    known = ", ".join(str(v) for v in versions)
-    raise serializers.ValidationError(
-        {"version": [f"Pack {pack!r} has no version {version} (it has: {known})."]}
-    )
-
-
-class RunMetadataInput(StrictSerializer):
-    pack = serializers.CharField(max_length=100)
-    version = serializers.IntegerField(min_value=1)
-    agent_name = serializers.CharField(max_length=200)
-    agent_version = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    model_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    notes = serializers.CharField(
-        max_length=10_000, required=False, allow_blank=True, trim_whitespace=False
-    )
-    usage = UsageField(required=False)
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs["contract_version"] = contract_version_or_errors(attrs["pack"], attrs["version"])
-        return attrs
-
-
-class RunOutput(serializers.Serializer):
-    id = serializers.IntegerField()
-    pack = serializers.CharField(source="contract_version.pack.pack_id")
-    version = serializers.IntegerField(source="contract_version.version")
-    digest = serializers.CharField(source="contract_version.digest")
-    task_count = serializers.IntegerField(source="contract_version.task_count")
-    agent_name = serializers.CharField()
-    agent_version = serializers.CharField()
-    model_name = serializers.CharField()
-    notes = serializers.CharField()
-    source = serializers.CharField()
-    origin = serializers.CharField()
-    submitted_by = serializers.CharField(source="submitted_by.username", allow_null=True)
-    created_at = serializers.DateTimeField()
-    submitted = serializers.BooleanField(source="is_submitted")
-    submitted_at = serializers.DateTimeField(allow_null=True)
-    candidate_count = serializers.IntegerField()
-    usage = serializers.DictField()
-    over_budget = serializers.BooleanField()
-    budget_notes = serializers.ListField(child=serializers.CharField())
-    urls = serializers.SerializerMethodField()
-
-    def get_urls(self, run: Run) -> dict[str, str]:
-        request = self.context["request"]
-        return {
-            "self": _absolute(request, "api-run", run_id=run.pk),
-            "candidates": _absolute(request, "api-run-candidates", run_id=run.pk),
-            "submit": _absolute(request, "api-run-submit", run_id=run.pk),
-            "evaluations": _absolute(request, "api-run-evaluations", run_id=run.pk),
-            "page": _absolute(request, "runs:detail", run_id=run.pk),
-        }
-
-
-class CountsOutput(serializers.Serializer):
-    queued = serializers.IntegerField()
-    running = serializers.IntegerField()
-    passed = serializers.IntegerField()
-    failed = serializers.IntegerField()
-    error = serializers.IntegerField()
-    pending = serializers.IntegerField()
-
-
-class EvaluationSummaryOutput(serializers.Serializer):
-    """One evaluation in a list; ``counts`` come from the context (one grouped query)."""
-
-    number = serializers.IntegerField()
-    evaluator = serializers.CharField()
-    status = serializers.CharField()
-    done = serializers.BooleanField(source="is_done")
-    total = serializers.IntegerField()
-    counts = serializers.SerializerMethodField()
-    score = serializers.FloatField(allow_null=True)
-    ci_low = serializers.FloatField(allow_null=True)
-    ci_high = serializers.FloatField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    finished_at = serializers.DateTimeField(allow_null=True)
-    status_url = serializers.SerializerMethodField()
-    results_url = serializers.SerializerMethodField()
-
-    @extend_schema_field(CountsOutput)
-    def get_counts(self, evaluation: Evaluation) -> dict[str, int]:
-        return self.context["counts"].get(evaluation.pk, _no_counts())
-
-    def get_status_url(self, evaluation: Evaluation) -> str:
-        return _evaluation_url(self.context["request"], "api-evaluation", evaluation)
-
-    def get_results_url(self, evaluation: Evaluation) -> str:
-        return _evaluation_url(self.context["request"], "api-evaluation-results", evaluation)
-
-
-def _evaluation_url(request: Request, name: str, evaluation: Evaluation) -> str:
-    return _absolute(request, name, run_id=evaluation.run_id, number=evaluation.number)
-
-
-class RunDetailOutput(RunOutput):
-    evaluations = EvaluationSummaryOutput(many=True)
-
-
-class EvaluationStatusOutput(serializers.Serializer):
-    run = serializers.IntegerField()
-    evaluation = serializers.IntegerField()
-    evaluator = serializers.CharField()
-    status = serializers.CharField()
-    done = serializers.BooleanField()
-    total = serializers.IntegerField()
-    counts = CountsOutput()
-    score = serializers.FloatField(allow_null=True)
-    ci_low = serializers.FloatField(allow_null=True)
-    ci_high = serializers.FloatField(allow_null=True)
-    created_at = serializers.DateTimeField()
-    started_at = serializers.DateTimeField(allow_null=True)
-    finished_at = serializers.DateTimeField(allow_null=True)
-    results_url = serializers.URLField()
-
-
-class TaskResultOutput(serializers.Serializer):
-    task_id = serializers.CharField(source="task.task_id")
-    family = serializers.CharField()
-    status = serializers.CharField()
-    score = serializers.FloatField()
-    failure_reason = serializers.CharField()
-    duration_seconds = serializers.FloatField(allow_null=True)
-    sandbox_backend = serializers.CharField()
-    attempts = serializers.IntegerField()
-    counts = serializers.SerializerMethodField()
-
-    def get_counts(self, result: TaskResult) -> dict[str, int | float | bool]:
-        return public_detail_counts(result.details, origin=self.context["origin"])
-
-
-class PrivilegedTaskResultOutput(TaskResultOutput):
-    """A session user's view in debug mode, privileged for the pack: stored logs and details."""
-
-    stdout = serializers.CharField()
-    stderr = serializers.CharField()
-    details = serializers.JSONField()
-
-
-class CandidateLineDoc(serializers.Serializer):
-    task_id = serializers.CharField()
-    candidate = serializers.DictField(
-        help_text='{"kind": "text"|"code"|"patch"|"workspace", ...} (see README: bundle format)'
-    )
-    usage = serializers.DictField(required=False, child=serializers.FloatField(min_value=0))
-
-
-class CandidateBatchDoc(serializers.Serializer):
-    candidates = CandidateLineDoc(many=True, help_text=f"At most {MAX_BATCH_ITEMS} items.")
-
-
-class CandidateBatchInput(StrictSerializer):
-    # Items are checked by runs.bundle, which numbers each problem by its item (1-based).
-    candidates = serializers.ListField(allow_empty=False, max_length=MAX_BATCH_ITEMS)
-
-
-class CandidatesAddedOutput(serializers.Serializer):
-    added = serializers.IntegerField()
-    candidate_count = serializers.IntegerField()
-
-
-class EvaluationQueuedOutput(serializers.Serializer):
-    run = serializers.IntegerField()
-    evaluation = serializers.IntegerField()
-    status = serializers.CharField()
-    status_url = serializers.URLField()
-    results_url = serializers.URLField()
-    over_budget = serializers.BooleanField()
-    budget_notes = serializers.ListField(child=serializers.CharField())
-
-
-class BundleInput(StrictSerializer):
-    bundle = serializers.FileField(
-        help_text="candidates.jsonl, or a .zip / .tar.gz holding candidates.jsonl"
-    )
-    pack = serializers.CharField(max_length=100)
-    version = serializers.IntegerField(min_value=1)
-    agent_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    agent_version = serializers.CharField(max_length=100, required=False, allow_blank=True)
-    model_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
-    notes = serializers.CharField(
-        max_length=10_000, required=False, allow_blank=True, trim_whitespace=False
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs["contract_version"] = contract_version_or_errors(attrs["pack"], attrs["version"])
-        return attrs
-
-
-class BundleSubmittedOutput(serializers.Serializer):
-    run = RunOutput()
-    evaluation = EvaluationQueuedOutput()
-
-
-class RunFilter(serializers.Serializer):
-    pack = serializers.CharField(required=False, max_length=100)
-    version = serializers.IntegerField(required=False, min_value=1)
-    agent = serializers.CharField(required=False, max_length=200)
-
-
-class ResultFilter(serializers.Serializer):
-    status = serializers.ChoiceField(choices=ResultStatus.choices, required=False)
-    family = serializers.CharField(required=False, max_length=64)
-
-
 # --- helpers -------------------------------------------------------------------------------------
 
 
@@ -413,20 +160,28 @@ def _already_submitted(run: Run) -> Response:
     )
 
 
+def _live_run(run: Run) -> Response:
+    # An episode run's candidates are its episodes' final answers; it closes itself.
+    return Response(
+        {
+            "detail": f"Run {run.pk} is a live episode run: its candidates come from its "
+            "episodes, and it is submitted when its client calls cube/shutdown or its URL is "
+            "revoked or expires."
+        },
+        status=status.HTTP_409_CONFLICT,
+    )
+
+
 def _queued_body(request: Request, run: Run, evaluation: Evaluation) -> dict[str, Any]:
     return {
         "run": run.pk,
         "evaluation": evaluation.number,
         "status": evaluation.status,
-        "status_url": _evaluation_url(request, "api-evaluation", evaluation),
-        "results_url": _evaluation_url(request, "api-evaluation-results", evaluation),
+        "status_url": evaluation_url(request, "api-evaluation", evaluation),
+        "results_url": evaluation_url(request, "api-evaluation-results", evaluation),
         "over_budget": run.over_budget,
         "budget_notes": run.budget_notes,
     }
-
-
-def _no_counts() -> dict[str, int]:
-    return dict.fromkeys(ResultStatus.values, 0)
 
 
 def evaluation_counts(evaluation: Evaluation) -> dict[str, int]:
@@ -447,7 +202,7 @@ def evaluations_with_counts(request: Request, run: Run) -> list[dict[str, Any]]:
         .order_by()
     )
     for evaluation_id, result_status, n in rows:
-        counts.setdefault(evaluation_id, _no_counts())[result_status] = n
+        counts.setdefault(evaluation_id, no_counts())[result_status] = n
     context = {"request": request, "counts": counts}
     return EvaluationSummaryOutput(evaluations, many=True, context=context).data
 
@@ -485,7 +240,11 @@ class RunListCreateApi(RunApiView):
         operation_id="runs_create",
         request=RunMetadataInput,
         responses={
-            201: RunOutput,
+            201: OpenApiResponse(
+                RunCreatedOutput,
+                description="The run. With mode=episodes it is open at once, served as a CUBE "
+                "benchmark: benchmark_url (shown this once, never stored) and expires_at.",
+            ),
             400: OpenApiResponse(description='Field errors, e.g. {"pack": [...]}'),
             403: OpenApiResponse(description="Not signed in, or no runs.add_run permission."),
             413: OpenApiResponse(description="Body too large."),
@@ -497,20 +256,47 @@ class RunListCreateApi(RunApiView):
         payload = RunMetadataInput(data=request.data)
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
+        metadata = RunMetadata(
+            agent_name=data["agent_name"],
+            agent_version=data.get("agent_version", ""),
+            model_name=data.get("model_name", ""),
+            notes=data.get("notes", ""),
+            usage=data.get("usage"),
+        )
+        if data["mode"] == RunMode.EPISODES:
+            return _open_episode_run(request, data["contract_version"], metadata)
         run = run_create(
             contract_version=data["contract_version"],
-            metadata=RunMetadata(
-                agent_name=data["agent_name"],
-                agent_version=data.get("agent_version", ""),
-                model_name=data.get("model_name", ""),
-                notes=data.get("notes", ""),
-                usage=data.get("usage"),
-            ),
+            metadata=metadata,
             source=RunSource.API,
             user=request.user,
         )
         run = _runs(request).get(pk=run.pk)
         return Response(RunOutput(run, context={"request": request}).data, status=201)
+
+
+def _open_episode_run(
+    request: Request, contract_version: ContractVersion, metadata: RunMetadata
+) -> Response:
+    # The episodes app registers its opener when Django starts (runs never imports it).
+    opener = modes.run_opener(RunMode.EPISODES)
+    if opener is None:
+        raise serializers.ValidationError({"mode": ["Episode runs are not served by this site."]})
+    opened = opener(
+        contract_version=contract_version,
+        metadata=metadata,
+        source=RunSource.API,
+        user=request.user,
+        base_url=request.build_absolute_uri("/"),
+    )
+    run = _runs(request).get(pk=opened.run.pk)
+    body = dict(RunOutput(run, context={"request": request}).data)
+    body["benchmark_url"] = opened.extra["benchmark_url"]
+    body["expires_at"] = serializers.DateTimeField().to_representation(opened.extra["expires_at"])
+    response = Response(body, status=201)
+    # The answer holds the run's credential: no cache along the way may keep it.
+    response["Cache-Control"] = "no-store"
+    return response
 
 
 class RunDetailApi(RunApiView):
@@ -536,13 +322,17 @@ class RunCandidatesApi(RunApiView):
                 '{"detail", "errors": [{"item", "field", "message"}], "more"}.'
             ),
             403: OpenApiResponse(description="Not the run's creator, or no permission."),
-            409: OpenApiResponse(description="The run is already submitted."),
+            409: OpenApiResponse(
+                description="The run is already submitted, or is a live episode run."
+            ),
             413: OpenApiResponse(description="Body too large."),
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
         run = _run_for_writer(request, run_id)
         _cap_body(request, settings.SECUREBENCH_MAX_BATCH_BYTES)
+        if run.mode == RunMode.EPISODES:
+            return _live_run(run)
         if run.is_submitted:
             return _already_submitted(run)
         payload = CandidateBatchInput(data=request.data)
@@ -567,11 +357,15 @@ class RunSubmitApi(RunApiView):
         responses={
             202: EvaluationQueuedOutput,
             403: OpenApiResponse(description="Not the run's creator, or no permission."),
-            409: OpenApiResponse(description="The run is already submitted."),
+            409: OpenApiResponse(
+                description="The run is already submitted, or is a live episode run."
+            ),
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
         run = _run_for_writer(request, run_id)
+        if run.mode == RunMode.EPISODES:
+            return _live_run(run)
         try:
             evaluation = run_submit(run, user=request.user)
         except RunAlreadySubmitted:
@@ -711,7 +505,7 @@ class EvaluationStatusApi(RunApiView):
             "created_at": evaluation.created_at,
             "started_at": evaluation.started_at,
             "finished_at": evaluation.finished_at,
-            "results_url": _evaluation_url(request, "api-evaluation-results", evaluation),
+            "results_url": evaluation_url(request, "api-evaluation-results", evaluation),
         }
         return Response(EvaluationStatusOutput(body).data)
 

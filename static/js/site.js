@@ -21,3 +21,10 @@ document.addEventListener("htmx:xhr:progress", (event) => {
   bar.value = percent;
   text.textContent = percent < 100 ? `Uploading… ${percent}%` : "Compiling the pack…";
 });
+
+// Forms that undo something ask first (e.g. revoking a run's URL); without JavaScript they
+// submit straight away.
+document.addEventListener("submit", (event) => {
+  const form = event.target.closest("form[data-confirm]");
+  if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
+});

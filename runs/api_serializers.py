@@ -1,0 +1,299 @@
+"""Serializers of the run API (v1): what it accepts and what it answers.
+
+Outputs carry verdicts, scores, counts and timings only: never a candidate, a verifier's
+stdout/stderr or a string from its details (privileged: debug mode, DESIGN.md §1).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from django.urls import reverse
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+from rest_framework.request import Request
+
+from packs.models import ContractVersion
+from runs.bundle import USAGE_KEYS
+from runs.models import Evaluation, ResultStatus, Run, RunMode, TaskResult
+from runs.selectors import public_detail_counts
+
+MAX_BATCH_ITEMS = 1000
+
+
+def no_counts() -> dict[str, int]:
+    return dict.fromkeys(ResultStatus.values, 0)
+
+
+def absolute_url(request: Request, name: str, **kwargs: Any) -> str:
+    return request.build_absolute_uri(reverse(name, kwargs=kwargs))
+
+
+class StrictSerializer(serializers.Serializer):
+    """Names unknown keys instead of ignoring them, so a typo (``agent`` for
+    ``agent_name``) is an error rather than a silently empty field."""
+
+    def to_internal_value(self, data: Any) -> Any:
+        if hasattr(data, "keys"):
+            unknown = sorted(set(data.keys()) - set(self.fields) - {"csrfmiddlewaretoken"})
+            if unknown:
+                raise serializers.ValidationError({key: ["Unknown field."] for key in unknown})
+        return super().to_internal_value(data)
+
+
+class UsageField(serializers.DictField):
+    """Run-level usage: any of wall_seconds, input_tokens, output_tokens, usd (numbers ≥ 0)."""
+
+    def to_internal_value(self, data: Any) -> dict[str, float]:
+        value = super().to_internal_value(data)
+        errors: dict[str, list[str]] = {}
+        for key, item in value.items():
+            if key not in USAGE_KEYS:
+                errors[key] = ["is not a usage key (allowed: " + ", ".join(USAGE_KEYS) + ")"]
+            elif isinstance(item, bool) or not isinstance(item, int | float) or item < 0:
+                errors[key] = ["must be a non-negative number"]
+        if errors:
+            raise serializers.ValidationError(errors)
+        return value
+
+
+def contract_version_or_errors(pack: str, version: int) -> ContractVersion:
+    """The contract version a run targets; unknown ones are a 400 naming the field."""
+    contract_version = (
+        ContractVersion.objects.select_related("pack")
+        .filter(pack__pack_id=pack, version=version)
+        .first()
+    )
+    if contract_version is not None:
+        return contract_version
+    versions = list(
+        ContractVersion.objects.filter(pack__pack_id=pack)
+        .order_by("version")
+        .values_list("version", flat=True)
+    )
+    if not versions:
+        raise serializers.ValidationError({"pack": [f"There is no pack {pack!r}."]})
+    known = ", ".join(str(v) for v in versions)
+    raise serializers.ValidationError(
+        {"version": [f"Pack {pack!r} has no version {version} (it has: {known})."]}
+    )
+
+
+class RunMetadataInput(StrictSerializer):
+    pack = serializers.CharField(max_length=100)
+    version = serializers.IntegerField(min_value=1)
+    agent_name = serializers.CharField(max_length=200)
+    agent_version = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    model_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    notes = serializers.CharField(
+        max_length=10_000, required=False, allow_blank=True, trim_whitespace=False
+    )
+    usage = UsageField(required=False)
+    mode = serializers.ChoiceField(
+        choices=RunMode.choices,
+        default=RunMode.BUNDLE,
+        help_text='"bundle" (default): add candidates, then submit. "episodes": a live run '
+        "served as a CUBE benchmark; the answer carries its benchmark_url, shown this once.",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs["contract_version"] = contract_version_or_errors(attrs["pack"], attrs["version"])
+        return attrs
+
+
+class RunOutput(serializers.Serializer):
+    id = serializers.IntegerField()
+    pack = serializers.CharField(source="contract_version.pack.pack_id")
+    version = serializers.IntegerField(source="contract_version.version")
+    digest = serializers.CharField(source="contract_version.digest")
+    task_count = serializers.IntegerField(source="contract_version.task_count")
+    agent_name = serializers.CharField()
+    agent_version = serializers.CharField()
+    model_name = serializers.CharField()
+    notes = serializers.CharField()
+    source = serializers.CharField()
+    origin = serializers.CharField()
+    mode = serializers.ChoiceField(choices=RunMode.choices, read_only=True)
+    submitted_by = serializers.CharField(source="submitted_by.username", allow_null=True)
+    created_at = serializers.DateTimeField()
+    submitted = serializers.BooleanField(source="is_submitted")
+    submitted_at = serializers.DateTimeField(allow_null=True)
+    candidate_count = serializers.IntegerField()
+    usage = serializers.DictField()
+    over_budget = serializers.BooleanField()
+    budget_notes = serializers.ListField(child=serializers.CharField())
+    urls = serializers.SerializerMethodField()
+
+    def get_urls(self, run: Run) -> dict[str, str]:
+        request = self.context["request"]
+        return {
+            "self": absolute_url(request, "api-run", run_id=run.pk),
+            "candidates": absolute_url(request, "api-run-candidates", run_id=run.pk),
+            "submit": absolute_url(request, "api-run-submit", run_id=run.pk),
+            "evaluations": absolute_url(request, "api-run-evaluations", run_id=run.pk),
+            "page": absolute_url(request, "runs:detail", run_id=run.pk),
+        }
+
+
+class RunCreatedOutput(RunOutput):
+    """A created run; an episode run's answer also carries its URL, shown this once."""
+
+    benchmark_url = serializers.URLField(
+        required=False,
+        help_text="mode=episodes only: the CUBE benchmark URL. It holds the run's credential, "
+        "is shown in this answer only and is never stored: keep it private.",
+    )
+    expires_at = serializers.DateTimeField(
+        required=False, help_text="mode=episodes only: when the benchmark URL stops working."
+    )
+
+
+class CountsOutput(serializers.Serializer):
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    error = serializers.IntegerField()
+    pending = serializers.IntegerField()
+
+
+class EvaluationSummaryOutput(serializers.Serializer):
+    """One evaluation in a list; ``counts`` come from the context (one grouped query)."""
+
+    number = serializers.IntegerField()
+    evaluator = serializers.CharField()
+    status = serializers.CharField()
+    done = serializers.BooleanField(source="is_done")
+    total = serializers.IntegerField()
+    counts = serializers.SerializerMethodField()
+    score = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    finished_at = serializers.DateTimeField(allow_null=True)
+    status_url = serializers.SerializerMethodField()
+    results_url = serializers.SerializerMethodField()
+
+    @extend_schema_field(CountsOutput)
+    def get_counts(self, evaluation: Evaluation) -> dict[str, int]:
+        return self.context["counts"].get(evaluation.pk, no_counts())
+
+    def get_status_url(self, evaluation: Evaluation) -> str:
+        return evaluation_url(self.context["request"], "api-evaluation", evaluation)
+
+    def get_results_url(self, evaluation: Evaluation) -> str:
+        return evaluation_url(self.context["request"], "api-evaluation-results", evaluation)
+
+
+def evaluation_url(request: Request, name: str, evaluation: Evaluation) -> str:
+    return absolute_url(request, name, run_id=evaluation.run_id, number=evaluation.number)
+
+
+class RunDetailOutput(RunOutput):
+    evaluations = EvaluationSummaryOutput(many=True)
+
+
+class EvaluationStatusOutput(serializers.Serializer):
+    run = serializers.IntegerField()
+    evaluation = serializers.IntegerField()
+    evaluator = serializers.CharField()
+    status = serializers.CharField()
+    done = serializers.BooleanField()
+    total = serializers.IntegerField()
+    counts = CountsOutput()
+    score = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True)
+    ci_high = serializers.FloatField(allow_null=True)
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    results_url = serializers.URLField()
+
+
+class TaskResultOutput(serializers.Serializer):
+    task_id = serializers.CharField(source="task.task_id")
+    family = serializers.CharField()
+    status = serializers.CharField()
+    score = serializers.FloatField()
+    failure_reason = serializers.CharField()
+    duration_seconds = serializers.FloatField(allow_null=True)
+    sandbox_backend = serializers.CharField()
+    attempts = serializers.IntegerField()
+    counts = serializers.SerializerMethodField()
+
+    def get_counts(self, result: TaskResult) -> dict[str, int | float | bool]:
+        return public_detail_counts(result.details, origin=self.context["origin"])
+
+
+class PrivilegedTaskResultOutput(TaskResultOutput):
+    """A session user's view in debug mode, privileged for the pack: stored logs and details."""
+
+    stdout = serializers.CharField()
+    stderr = serializers.CharField()
+    details = serializers.JSONField()
+
+
+class CandidateLineDoc(serializers.Serializer):
+    task_id = serializers.CharField()
+    candidate = serializers.DictField(
+        help_text='{"kind": "text"|"code"|"patch"|"workspace", ...} (see README: bundle format)'
+    )
+    usage = serializers.DictField(required=False, child=serializers.FloatField(min_value=0))
+
+
+class CandidateBatchDoc(serializers.Serializer):
+    candidates = CandidateLineDoc(many=True, help_text=f"At most {MAX_BATCH_ITEMS} items.")
+
+
+class CandidateBatchInput(StrictSerializer):
+    # Items are checked by runs.bundle, which numbers each problem by its item (1-based).
+    candidates = serializers.ListField(allow_empty=False, max_length=MAX_BATCH_ITEMS)
+
+
+class CandidatesAddedOutput(serializers.Serializer):
+    added = serializers.IntegerField()
+    candidate_count = serializers.IntegerField()
+
+
+class EvaluationQueuedOutput(serializers.Serializer):
+    run = serializers.IntegerField()
+    evaluation = serializers.IntegerField()
+    status = serializers.CharField()
+    status_url = serializers.URLField()
+    results_url = serializers.URLField()
+    over_budget = serializers.BooleanField()
+    budget_notes = serializers.ListField(child=serializers.CharField())
+
+
+class BundleInput(StrictSerializer):
+    bundle = serializers.FileField(
+        help_text="candidates.jsonl, or a .zip / .tar.gz holding candidates.jsonl"
+    )
+    pack = serializers.CharField(max_length=100)
+    version = serializers.IntegerField(min_value=1)
+    agent_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    agent_version = serializers.CharField(max_length=100, required=False, allow_blank=True)
+    model_name = serializers.CharField(max_length=200, required=False, allow_blank=True)
+    notes = serializers.CharField(
+        max_length=10_000, required=False, allow_blank=True, trim_whitespace=False
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        attrs["contract_version"] = contract_version_or_errors(attrs["pack"], attrs["version"])
+        return attrs
+
+
+class BundleSubmittedOutput(serializers.Serializer):
+    run = RunOutput()
+    evaluation = EvaluationQueuedOutput()
+
+
+class RunFilter(serializers.Serializer):
+    pack = serializers.CharField(required=False, max_length=100)
+    version = serializers.IntegerField(required=False, min_value=1)
+    agent = serializers.CharField(required=False, max_length=200)
+
+
+class ResultFilter(serializers.Serializer):
+    status = serializers.ChoiceField(choices=ResultStatus.choices, required=False)
+    family = serializers.CharField(required=False, max_length=64)
