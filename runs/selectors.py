@@ -216,6 +216,8 @@ class Progress:
     segments: list[Segment]
     waiting: list[str] = field(default_factory=list)
     ahead: list[str] = field(default_factory=list)
+    # Tasks of a live run that no episode has finished yet: they have no result row.
+    unattempted: int = 0
 
     @property
     def open(self) -> int:
@@ -223,7 +225,7 @@ class Progress:
 
     @property
     def finished(self) -> int:
-        return self.total - self.open
+        return self.total - self.open - self.unattempted
 
     @property
     def percent_finished(self) -> float:
@@ -262,10 +264,14 @@ def evaluation_progress(evaluation: Evaluation) -> Progress:
         if status in (ResultStatus.QUEUED, ResultStatus.RUNNING) and attempt > 1:
             retrying += n
             next_attempt = max(next_attempt, attempt)
-    total = sum(counts.values())
+    rows_total = sum(counts.values())
+    # A live run's evaluation counts every task of the version from the start.
+    total = max(rows_total, evaluation.total)
     waiting = _why_waiting(counts, queued, retrying, next_attempt)
     ahead = _queue_position(evaluation, queued) if queued else []
-    return Progress(total, counts, _segments(counts, total), waiting, ahead)
+    return Progress(
+        total, counts, _segments(counts, total), waiting, ahead, unattempted=total - rows_total
+    )
 
 
 def _final_counts(evaluation: Evaluation) -> dict[str, int]:

@@ -396,6 +396,7 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Packs, contract versions and agent payloads (public lane only).",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    "ENUM_NAME_OVERRIDES": {"RunModeEnum": "runs.models.RunMode"},
 }
 # --- API docs (/api/v1/docs/) ---------------------------------------------------------------
 # Swagger UI's files come from drf-spectacular-sidecar, served by us (never a CDN); the page
