@@ -94,6 +94,29 @@ def attempt_every_task(client: Client, url: str, *, answer: str | None) -> list[
     return task_urls
 
 
+def submit_references(client: Client, url: str, task_ids: list[str]) -> None:
+    """An oracle agent: its trajectory holds references (markers), privileged wherever shown."""
+    for task_id in task_ids:
+        config = result_of(rpc_raw(client, url, "cube/task_configs", {"task_id": task_id}))[0]
+        task_url = result_of(rpc_raw(client, url, "cube/spawn", {"task_config": config}))
+        task_url = task_url.removeprefix("http://testserver")
+        rpc_raw(client, task_url, "cube/reset")
+        reference = result_of(rpc_raw(client, task_url, "cube/privileged_info"))["data"]
+        tools = [t["name"] for t in result_of(rpc_raw(client, task_url, "tools/list"))]
+        submit = "submit_code" if "submit_code" in tools else "submit_answer"
+        argument = "code" if submit == "submit_code" else "answer"
+        rpc_raw(client, task_url, "cube/step", {"name": submit, "arguments": {argument: reference}})
+        rpc_raw(client, task_url, "cube/step", {"name": "final_step"})
+
+
+def rpc_raw(client: Client, path: str, method: str, params: dict[str, Any] | None = None) -> Any:
+    # For the oracle agent, whose answers hold references by design: not searched.
+    body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": 1, "params": params or {}}
+    response = client.post(path, json.dumps(body), content_type="application/json")
+    assert response.status_code == 200
+    return response.json()
+
+
 @pytest.fixture(scope="module")
 def episode_world(leak_world: LeakWorld, django_db_blocker) -> Iterator[dict[str, Any]]:
     """Runs made through the CUBE endpoints, as a client would, then scored in-process."""
@@ -124,6 +147,14 @@ def episode_world(leak_world: LeakWorld, django_db_blocker) -> Iterator[dict[str
             source="command",
             oracle=OraclePrivilege(until=timezone.now() + timedelta(hours=1), reason="leak test"),
         )
+        submit_references(client, services.benchmark_path(oracle.secret), ["mc", "cc-rich"])
+        rpc_raw(client, services.benchmark_path(oracle.secret), "cube/shutdown")
+        oracle_open = episode_run_open(
+            contract_version=leak_world.contract_version,
+            metadata=RunMetadata(agent_name="episode-oracle-open"),
+            source="command",
+            oracle=OraclePrivilege(until=timezone.now() + timedelta(hours=1), reason="leak test"),
+        )
         for run in (opened.run, oracle.run):
             evaluation = run.evaluations.get()
             queued = list(evaluation.results.filter(status="queued").values_list("pk", flat=True))
@@ -136,7 +167,7 @@ def episode_world(leak_world: LeakWorld, django_db_blocker) -> Iterator[dict[str
             "task_urls": task_urls,
             "open": open_run,
             "oracle": oracle,
-            "oracle_url": services.benchmark_path(oracle.secret),
+            "oracle_url": services.benchmark_path(oracle_open.secret),
         }
 
 
@@ -212,7 +243,38 @@ def test_no_page_of_any_role_shows_or_reads_a_sealed_value_of_an_episode_run(
         seen = crawl(client, [*start, *schema_get_urls(leak_world)])
     assert probe.reads == [], describe(probe.reads)
     assert all(status < 500 for status in seen.statuses.values())
-    assert any(url.startswith(f"/runs/{runs[0].pk}/") for url in seen.statuses)
+    agent, oracle = runs[0].pk, runs[2].pk
+    for run_id in (agent, oracle):
+        # 286: the table of a closed run, which tells htmx to stop polling.
+        assert seen.statuses.get(f"/runs/{run_id}/episodes/") in (200, 286), role
+    trajectories = [url for url in seen.statuses if "/trajectory/" in url]
+    transcripts = [url for url in seen.statuses if url.endswith("/transcript.jsonl")]
+    if role == "submitter":
+        # The owner reads the agent run's trajectories and transcripts: crawled, no marker.
+        assert any(url.startswith(f"/runs/{agent}/") for url in trajectories)
+        assert any(url.startswith(f"/runs/{agent}/") for url in transcripts)
+    # Nobody here reads an oracle run's trajectory (references): privileged, debug mode only.
+    for url in [*trajectories, *transcripts]:
+        if url.startswith(f"/runs/{oracle}/"):
+            assert seen.statuses[url] in (403, 404), (role, url)
+
+
+def test_an_oracle_runs_trajectory_holds_references_for_privileged_eyes_only(
+    leak_world, episode_world
+):
+    oracle = episode_world["oracle"].run
+    result = oracle.evaluations.get().results.get(task__task_id="mc")
+    url = f"/runs/{oracle.pk}/results/{result.pk}/trajectory/"
+    for role in ("viewer", "submitter", "maintainer of another pack", "reviewer"):
+        response = leak_world.client_for(role).get(url, headers={"HX-Request": "true"})
+        assert response.status_code in (403, 404), (role, response.status_code)
+        assert_no_leak(f"GET {url} as {role}", response)
+    reviewer = leak_world.client_for("reviewer")
+    switched = reviewer.post("/debug-mode/", {"reason": "leak test", "next": "/runs/"})
+    assert switched.status_code == 302
+    shown = reviewer.get(url, headers={"HX-Request": "true"})
+    assert shown.status_code == 200 and leaks_in(shown.content.decode())
+    assert AuditEvent.objects.filter(action="view_candidate", object_id=str(result.pk)).exists()
 
 
 def test_the_secret_of_no_url_is_stored_or_shown(leak_world, episode_world):
