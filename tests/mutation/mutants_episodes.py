@@ -13,6 +13,8 @@ RPC = "episodes/rpc.py"
 ENDPOINTS = "episodes/endpoints.py"
 LIFECYCLE_TESTS = "tests/episodes/test_lifecycle.py"
 LEAK_TESTS = "tests/security/test_leak_episodes.py"
+VIEWS = "episodes/views.py"
+PAGE_TESTS = "tests/episodes/test_pages.py"
 
 EPISODE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -120,5 +122,22 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         replace="pk__isnull=False",
         tests=(LIFECYCLE_TESTS, "-k waits_for_shutdown"),
         fast=True,
+    ),
+    Mutant(
+        id="episode-trajectory-owner-only",
+        module=VIEWS,
+        defence="another user's trajectory needs privilege and debug mode",
+        find="    if not access.can_see_candidates(request.user, run):\n        version",
+        replace="    if False:\n        version",
+        tests=(PAGE_TESTS, "-k another_submitter_gets_404 or oracle_trajectory"),
+        fast=True,
+    ),
+    Mutant(
+        id="episode-oracle-form-needs-debug-mode",
+        module=VIEWS,
+        defence="an oracle run is opened from the site only in debug mode",
+        find="    if mode is None or not session_key:",
+        replace="    if False:",
+        tests=(PAGE_TESTS, "-k oracle_run_is_refused_without_debug_mode"),
     ),
 )
