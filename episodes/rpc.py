@@ -123,7 +123,8 @@ def _info(episode_run: EpisodeRun, params: dict[str, Any], context: CallContext)
             "pack_id": pack.pack_id,
             "contract_version": version.version,
             "digest": version.digest,
-            "budgets": contract_budgets(contract) | _attempts(contract),
+            # As the contract states them (whole numbers stay whole).
+            "budgets": _stated_budgets(contract),
             **surfaces,
             "families": version.family_counts,
             "oracle": episode_run.run.origin == "oracle",
@@ -132,10 +133,9 @@ def _info(episode_run: EpisodeRun, params: dict[str, Any], context: CallContext)
     )
 
 
-def _attempts(contract: dict[str, Any]) -> dict[str, int]:
+def _stated_budgets(contract: dict[str, Any]) -> dict[str, Any]:
     budgets = contract.get("budgets") or {}
-    attempts = budgets.get("attempts") if isinstance(budgets, dict) else None
-    return {"attempts": attempts} if isinstance(attempts, int) else {}
+    return dict(budgets) if isinstance(budgets, dict) else {}
 
 
 def _listed_tasks(episode_run: EpisodeRun, params: dict[str, Any]) -> list[dict[str, Any]]:

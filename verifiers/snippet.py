@@ -60,6 +60,7 @@ _PROCESS_LIMIT = re.compile(
 # The bwrap backend's note when its watchdog (not root: no RLIMIT_NPROC) killed for process count.
 _PIDS_WATCHDOG_NOTE = "process count above limits.pids"
 # RLIMIT_CPU ends a process with SIGXCPU; both backends report it as a shell would.
+_SIGKILL_EXITS = (137, -9)
 _CPU_LIMIT_EXIT = 128 + signal.SIGXCPU
 
 
@@ -138,6 +139,7 @@ def _limit(result: SandboxResult) -> str | None:
     """Which limit ended the run, most specific first."""
     if result.memory_exceeded:
         return "memory"
+    # Output past the cap that did not end the run is only cut (the marker in it says so).
     if result.output_exceeded:
         return "output"
     if result.timed_out or result.exit_code == _CPU_LIMIT_EXIT:
@@ -146,6 +148,10 @@ def _limit(result: SandboxResult) -> str | None:
         return "processes"
     if result.exit_code not in (None, 0) and _PROCESS_LIMIT.search(result.stderr[-4096:]):
         return "processes"
+    # RLIMIT_CPU's soft and hard limits are equal: the kernel may send SIGKILL instead of
+    # SIGXCPU. Memory and processes were ruled out above; the snippet ran out of time.
+    if result.exit_code in _SIGKILL_EXITS:
+        return "timeout"
     return None
 
 
