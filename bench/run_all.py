@@ -1,4 +1,5 @@
-"""`make bench`: every workload of issue 6, each in a process of its own, then one table.
+"""`make bench`: every workload (issue 6's six, issue 11's episodes), each in a process of its
+own, then one table.
 
     python -m bench.run_all [--smoke] [--only import_pack,pages] [--json FILE]
 
@@ -19,7 +20,8 @@ from pathlib import Path
 
 from bench.common import REPO_ROOT, Figure, machine, table
 
-# In the order of the issue's workloads (the Celery half of workload 3 runs with 6).
+# In the order of the issues' workloads (the Celery half of workload 3 runs with 6; 7 is
+# agents acting live, issue 11).
 MODULES = (
     "import_pack",
     "text_scoring",
@@ -27,6 +29,7 @@ MODULES = (
     "sandbox_floor",
     "pages",
     "concurrency",
+    "episodes",
 )
 
 

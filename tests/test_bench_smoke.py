@@ -26,8 +26,16 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-4000:]
     report = json.loads(output.read_text())
     workloads = {figure["workload"].split()[0] for figure in report["figures"]}
-    assert workloads == {"1", "2", "3", "4", "5", "6"}
+    assert workloads == {"1", "2", "3", "4", "5", "6", "7"}
     assert all(figure["value"] >= 0 for figure in report["figures"])
     assert report["machine"]["cores"]
     assert "## Figures" in finished.stdout
-    assert len(MODULES) == 6
+    assert len(MODULES) == 7
+    # Workload 7 drove live episodes with the stock CUBE client: each part reported a figure.
+    episodes = {
+        figure["name"] for figure in report["figures"] if figure["workload"] == "7 episodes"
+    }
+    assert any(name.startswith("cube/reset") for name in episodes)
+    assert any(name.startswith("submit_answer step") for name in episodes)
+    assert any(name.startswith("run_python step on bwrap") for name in episodes)
+    assert "episodes (stock client) / bundle" in episodes

@@ -278,6 +278,7 @@ def started_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartedSi
         "M": "model-1",
         "TEXT": "run from the README",
         "S": str(COMMAND_SECONDS // 2),
+        "URL": "http://127.0.0.1:8000",
     }
     with Site(data_dir=root / "data") as site:
         yield StartedSite(data_dir=site.data_dir, placeholders=placeholders)
