@@ -26,7 +26,9 @@ from verifiers.sandbox.base import Limits, MiB, Mount, Sandbox, SandboxResult, S
 
 SNIPPET_LIMITS = Limits(
     wall_seconds=5.0,
-    cpu_seconds=5,
+    # Above the wall limit: the wall watchdog ends a busy loop first, always the same way (a
+    # CPU limit equal to it races the watchdog and kills with SIGKILL or SIGXCPU instead).
+    cpu_seconds=7,
     memory_bytes=256 * MiB,
     pids=16,
     file_size_bytes=8 * MiB,

@@ -29,7 +29,9 @@ from runs.services import RunMetadata
 from tests.conftest import make_user
 from tests.runs.pages.support import import_version, make_run
 
-pytestmark = pytest.mark.django_db
+# Once, on the embedded pass: the pages read what tests/episodes/test_lifecycle.py exercises
+# on PostgreSQL as well; their rendering does not depend on the database.
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded_only]
 
 SECRET_IN_PAGE = re.compile(r"/cube/runs/([A-Za-z0-9_-]{43})")
 REASON = "checking the references of the live pack"

@@ -37,7 +37,6 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         ),
         replace="    if False:",
         tests=(LIFECYCLE_TESTS, "-k privileged_info_answers_oracle"),
-        fast=True,
     ),
     Mutant(
         id="episode-privilege-expiry",
@@ -62,7 +61,6 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         find="        episode_run.revoked_at is None\n        and episode_run.closed_at is None\n",
         replace="        True\n",
         tests=(LIFECYCLE_TESTS, "-k revoked_url or shutdown"),
-        fast=True,
     ),
     Mutant(
         id="episode-capability-expiry",
@@ -79,7 +77,6 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         find="    if budgets.steps is not None and steps > budgets.steps:",
         replace="    if False:",
         tests=(LIFECYCLE_TESTS, "-k step_budget"),
-        fast=True,
     ),
     Mutant(
         id="episode-wall-budget",
@@ -104,7 +101,6 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         find="    if request.method in STEPPING_METHODS and lifecycle.steps_throttled(",
         replace="    if False and lifecycle.steps_throttled(",
         tests=(LIFECYCLE_TESTS, "-k rate"),
-        fast=True,
     ),
     Mutant(
         id="episode-body-limit",
@@ -121,7 +117,6 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         find="run__submitted_at__isnull=False",
         replace="pk__isnull=False",
         tests=(LIFECYCLE_TESTS, "-k waits_for_shutdown"),
-        fast=True,
     ),
     Mutant(
         id="episode-trajectory-owner-only",

@@ -33,7 +33,9 @@ from tests.security.leak_markers import leaks_in
 from tests.security.leak_world import LeakWorld, leak_world_fixture
 from tests.security.sealed_probe import EVALUATOR, describe, sealed_probe
 
-pytestmark = pytest.mark.django_db
+# Once, on the embedded pass: the database part of these rules (capabilities, who reads a
+# trajectory, oracle privilege) runs on PostgreSQL too, in tests/episodes/test_lifecycle.py.
+pytestmark = [pytest.mark.django_db, pytest.mark.embedded_only]
 
 
 @pytest.fixture(scope="module")
