@@ -24,7 +24,7 @@ from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, privileged, selectors
+from runs import access, privileged, progress, selectors
 from runs.bundle import BundleRejected, parse_bundle_file
 from runs.forms import (
     CompareFilterForm,
@@ -284,7 +284,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
 def _evaluation_context(evaluation: Evaluation, evaluations: list[Evaluation]) -> dict:
     previous = next((e for e in evaluations if e.number == evaluation.number - 1), None)
     context: dict = {
-        "progress": selectors.evaluation_progress(evaluation),
+        "progress": progress.evaluation_progress(evaluation),
         "family_rates": selectors.family_rates(evaluation.family_summary),
         "previous": previous,
     }
@@ -303,7 +303,7 @@ def evaluation_progress(request: HttpRequest, run_id: int, number: int) -> HttpR
     context = {
         "run": run,
         "evaluation": evaluation,
-        "progress": selectors.evaluation_progress(evaluation),
+        "progress": progress.evaluation_progress(evaluation),
     }
     response = render(request, "runs/run_detail.html#progress", context)
     if evaluation.is_done:

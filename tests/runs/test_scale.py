@@ -19,7 +19,7 @@ from packs.services import pack_import_folder
 from runs import pipeline
 from runs.bundle import BundleLine, ParsedBundle
 from runs.models import Evaluation, EvaluationStatus, ResultStatus, Run, RunSource, TaskResult
-from runs.selectors import evaluation_progress
+from runs.progress import evaluation_progress
 from runs.services import RunMetadata, run_submit_bundle
 from runs.stats import wilson_interval
 from runs.views import LEADERBOARD_ROWS_PER_PAGE, RESULTS_PER_PAGE
