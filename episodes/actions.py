@@ -47,29 +47,35 @@ def run_sandboxed(step: Step, tool_name: str, arguments: dict[str, str]) -> dict
         logger.warning("could not send the action of step %s: %s", step.pk, exc)
         Step.objects.filter(pk=step.pk, state=StepState.QUEUED).update(state=StepState.EXPIRED)
         return _busy(step, "the site could not hand your action to a worker")
-    deadline = time.monotonic() + settings.SECUREBENCH_EPISODE_ACTION_WAIT_SECONDS
-    while time.monotonic() < deadline:
-        row = Step.objects.filter(pk=step.pk).values("state", "observation").first()
-        if row and row["state"] == StepState.DONE:
-            return row["observation"]
-        time.sleep(POLL_SECONDS)
+    done = _observation_within(step.pk, settings.SECUREBENCH_EPISODE_ACTION_WAIT_SECONDS)
+    if done is not None:
+        return done
     if Step.objects.filter(pk=step.pk, state=StepState.QUEUED).update(state=StepState.EXPIRED):
         return _busy(step, "no worker was free to run it within the answer window")
     # A worker took it at the last moment: its sandbox's own limit ends it shortly.
-    final_deadline = time.monotonic() + settings.SECUREBENCH_EPISODE_ACTION_GRACE_SECONDS
-    while time.monotonic() < final_deadline:
-        row = Step.objects.filter(pk=step.pk).values("state", "observation").first()
-        if row and row["state"] == StepState.DONE:
-            return row["observation"]
-        time.sleep(POLL_SECONDS)
+    done = _observation_within(step.pk, settings.SECUREBENCH_EPISODE_ACTION_GRACE_SECONDS)
+    if done is not None:
+        return done
     # The worker's own write is conditional on "running": once expired here, what the agent
     # was told (not run in time) is what the trajectory keeps.
     if Step.objects.filter(pk=step.pk, state=StepState.RUNNING).update(state=StepState.EXPIRED):
         return _busy(step, "it did not finish within the answer window")
-    row = Step.objects.filter(pk=step.pk).values("state", "observation").first()
-    if row and row["state"] == StepState.DONE:
-        return row["observation"]
-    return _busy(step, "it did not finish within the answer window")
+    return _observation_within(step.pk, 0) or _busy(
+        step, "it did not finish within the answer window"
+    )
+
+
+def _observation_within(step_id: int, seconds: float) -> dict[str, Any] | None:
+    """The step's observation once a worker has stored it, polling for at most ``seconds``
+    (always looking at least once)."""
+    deadline = time.monotonic() + seconds
+    while True:
+        row = Step.objects.filter(pk=step_id).values("state", "observation").first()
+        if row and row["state"] == StepState.DONE:
+            return row["observation"]
+        if time.monotonic() >= deadline:
+            return None
+        time.sleep(POLL_SECONDS)
 
 
 def _busy(step: Step, why: str) -> dict[str, Any]:
