@@ -8,7 +8,6 @@ candidate's mode is kept. Paths must be safe relative posix paths.
 from __future__ import annotations
 
 import hmac
-import importlib.util
 import json
 import os
 import secrets
@@ -20,6 +19,9 @@ from typing import Any
 
 from verifiers.redaction import output_secrets
 from verifiers.sandbox.base import Mount, SandboxResult
+from verifiers.sandbox.standins import PYLIB_DIR as PYLIB_DIR
+from verifiers.sandbox.standins import Standins
+from verifiers.sandbox.standins import pylib_mounts as pylib_mounts
 from verifiers.task import TaskFile, TaskLanes, WorkspaceFile
 from verifiers.trusted_files import staged
 from verifiers.verdict import Reason, cap_text, scrub
@@ -169,30 +171,17 @@ def remove_path(root: Path, relative: str) -> None:
 # --- trusted runner plumbing (shared by repo_patch and terminal_task) -----------------------
 
 RUNNER_DIR = "/opt/securebench/runner"
-PYLIB_DIR = "/opt/securebench/pylib"
 FRAME_PREFIX = b"SECUREBENCH-FRAME "
 _RUNNER_FILES = ("repo_runner.py", "terminal_runner.py")
-# Pure-Python packages that make up pytest; mounted read-only as a fallback for sandboxes
-# whose interpreter has no pytest of its own (bwrap runs the host's /usr/bin/python3).
-_PYTEST_MODULES = ("pytest", "_pytest", "pluggy", "iniconfig", "packaging", "py")
+# The site's pytest for sandboxes whose interpreter has none (PYLIB_DIR, pylib_mounts) is
+# part of the bwrap stand-ins for a pack's image (verifiers.sandbox.standins); both are
+# imported above under their own names, so trusted_files.stage_all still finds them here.
 
 
 def runner_mounts() -> tuple[Mount, ...]:
     # Staged copies: the checkout itself may be unreachable for the sandbox uid.
     here = Path(__file__).resolve().parent / "families"
     return tuple(Mount(staged(here / name), f"{RUNNER_DIR}/{name}") for name in _RUNNER_FILES)
-
-
-def pylib_mounts() -> tuple[Mount, ...]:
-    mounts: list[Mount] = []
-    for name in _PYTEST_MODULES:
-        spec = importlib.util.find_spec(name)
-        if spec is None or spec.origin is None:
-            continue
-        origin = Path(spec.origin)
-        source = origin.parent if origin.name == "__init__.py" else origin
-        mounts.append(Mount(staged(source), f"{PYLIB_DIR}/{source.name}"))
-    return tuple(mounts)
 
 
 def new_nonce() -> str:
@@ -247,3 +236,17 @@ def sandbox_fields(result: SandboxResult, secrets_: Iterable[str] = ()) -> dict[
         "sandbox_backend": result.backend,
         "sandbox_image": result.image,
     }
+
+
+STANDINS_DETAIL = "sandbox_standins"  # shown on the result page beside the sandbox backend
+
+
+def notes_details(result: SandboxResult, standins: Standins) -> dict[str, Any]:
+    """The run's notes for a verdict's details: the sandbox's own, then which host tools
+    stood in for the task's image (bwrap), also under their own key for the result page.
+
+    Stand-in notes come from trusted code only (the public image name, host tool versions)."""
+    details: dict[str, Any] = {"notes": [*result.notes, *standins.notes]}
+    if standins.notes:
+        details[STANDINS_DETAIL] = list(standins.notes)
+    return details

@@ -301,3 +301,38 @@ def test_example_pack_gold_patches_pass_and_null_fails(sandbox: Sandbox, index: 
     # and the gold patch is the real fix: the unfixed tree fails the hidden test
     noop = row["eval"]["gold_patch"].replace("\n+", "\n+# ", 1)
     assert repo_patch.verify(task, Candidate.of_patch(noop), sandbox=sandbox).status == "failed"
+
+
+# --- a Python image's commands on both backends (host stand-ins on bwrap) --------------------
+
+# `pytest` (unlike `python -m pytest`) leaves the working folder off sys.path: a rootdir
+# conftest puts the repository there, as real repositories do.
+ROOT_CONFTEST = "# the repository's root on sys.path for `pytest`\n"
+IMAGE_COMMANDS = {
+    "python -m pytest": ["python", "-m", "pytest", "-q", "tests"],
+    "pytest": ["pytest", "-q", "tests"],
+}
+
+
+@pytest.mark.parametrize("command", IMAGE_COMMANDS.values(), ids=IMAGE_COMMANDS.keys())
+def test_a_python_images_test_commands_work_on_both_backends(
+    sandbox: Sandbox, repo: tuple[Path, str], command: list[str]
+) -> None:
+    root = repo[0]
+    test_patch = diff_of(root, {"tests/test_new.py": NEW_TEST, "conftest.py": ROOT_CONFTEST})
+    task = tiny_task(repo, command=command, test_patch=test_patch)
+    fixed = repo_patch.verify(task, gold(repo), sandbox=sandbox)
+    assert fixed.status == "passed", (fixed.reason, fixed.details, fixed.stderr)
+    unfixed = diff_of(root, {"README.md": "tiny, now documented\n"})
+    broken = repo_patch.verify(task, Candidate.of_patch(unfixed), sandbox=sandbox)
+    assert (broken.status, broken.reason) == ("failed", Reason.TESTS_FAILED), broken.stderr
+    for verdict in (fixed, broken):
+        standins = [n for n in verdict.details["notes"] if "stood in" in n]
+        if sandbox.name == "bwrap":  # the result says the image did not run, and what did
+            assert len(standins) == 1, verdict.details["notes"]
+            assert standins[0].startswith("image python:3.12-slim not used (bwrap): ")
+            for tool in ("python → host Python 3.", "pytest ", "git ", "patch "):
+                assert tool in standins[0]
+            assert verdict.details["sandbox_standins"] == standins
+        else:  # Docker runs the image itself
+            assert standins == [] and "sandbox_standins" not in verdict.details

@@ -235,3 +235,43 @@ def test_a_misconfigured_checker_is_an_error_not_a_failure() -> None:
     verdict = terminal_task.verify(task, Candidate.of_workspace({}))
     assert verdict.status == "error"
     assert verdict.reason == Reason.TASK_MISCONFIGURED
+
+
+# --- a Python image's commands on both backends (host stand-ins on bwrap) --------------------
+
+PYTHON_CHECK = "import pathlib, sys; sys.exit(pathlib.Path('output.txt').read_text() != 'hello\\n')"
+
+
+def test_a_checker_running_python_works_on_both_backends(sandbox: Sandbox) -> None:
+    task = terminal_lanes({"command": ["python", "-c", PYTHON_CHECK]})
+    good = terminal_task.verify(
+        task, Candidate.of_workspace({"output.txt": "hello\n"}), sandbox=sandbox
+    )
+    assert good.status == "passed", (good.reason, good.details, good.stderr)
+    bad = terminal_task.verify(
+        task, Candidate.of_workspace({"output.txt": "bye\n"}), sandbox=sandbox
+    )
+    assert (bad.status, bad.reason) == ("failed", Reason.TESTS_FAILED), bad.stderr
+    for verdict in (good, bad):
+        standins = [n for n in verdict.details["notes"] if "stood in" in n]
+        if sandbox.name == "bwrap":  # the result says the image did not run, and what did
+            assert len(standins) == 1, verdict.details["notes"]
+            assert standins[0].startswith("image python:3.12-slim not used (bwrap): python → ")
+            assert verdict.details["sandbox_standins"] == standins
+        else:  # Docker runs the image itself
+            assert standins == [] and "sandbox_standins" not in verdict.details
+
+
+def test_a_script_checker_finds_pytest_and_python_on_both_backends(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    hidden = tmp_path / "hidden"
+    (hidden / "s").mkdir(parents=True)
+    (hidden / "s/run.sh").write_text(
+        "set -e\npytest --version\npython3 -m pytest --version\npython -c 'print(1)'\n"
+    )
+    task = terminal_lanes(
+        {"source": "script", "path": "s/run.sh"}, files={"checker": files_under(hidden, "s")}
+    )
+    verdict = terminal_task.verify(task, Candidate.of_workspace({}), sandbox=sandbox)
+    assert verdict.status == "passed", (verdict.reason, verdict.details, verdict.stderr)

@@ -40,6 +40,7 @@ from verifiers.sandbox.base import (
     SandboxUnavailable,
 )
 from verifiers.sandbox.docker import ImageWorkdirSpec
+from verifiers.sandbox.standins import Standins, image_standins, merge_mounts
 from verifiers.task import Candidate, TaskLanes
 from verifiers.verdict import (
     ERROR,
@@ -51,13 +52,12 @@ from verifiers.verdict import (
     passed,
 )
 from verifiers.workspace import (
-    PYLIB_DIR,
     RUNNER_DIR,
     layout_assets,
     limit_reason,
     log_secrets,
     new_nonce,
-    pylib_mounts,
+    notes_details,
     read_frame,
     runner_mounts,
     sandbox_fields,
@@ -158,9 +158,6 @@ class RepoPlan:
     # (the repository stays at the path the image's installs point to); False for assets.
     from_image: bool
     work_files: Path | None
-    # bwrap runs the host's python3, which may lack pytest: the worker's own pytest is
-    # mounted read-only and appended to the test command's import path (bwrap only).
-    test_env: tuple[tuple[str, str], ...] = ()
 
 
 class TaskError(ValueError):
@@ -208,8 +205,7 @@ def plan_repository(
     if assets and inside is not None:
         placed = layout_assets(scratch, task.public.get("assets"), assets)
         if any(_below(path, inside) is not None or inside == "" for path in placed):
-            test_env = (("PYTHONPATH", PYLIB_DIR),) if backend == "bwrap" else ()
-            return RepoPlan(WORKSPACE_ROOT, repo_dir, repo_dir, False, scratch, test_env)
+            return RepoPlan(WORKSPACE_ROOT, repo_dir, repo_dir, False, scratch)
     if backend != "docker":
         raise SandboxUnavailable(
             "the repository is baked into the task's image; verifying it needs Docker"
@@ -224,6 +220,7 @@ def runner_config(
     decision: PolicyDecision,
     policy: CandidatePolicy,
     nonce: str,
+    standins: Standins,
 ) -> dict[str, Any]:
     restore = [
         path
@@ -241,7 +238,8 @@ def runner_config(
         "restore_paths": restore,
         "test_patch": inline_patch(tests.get("test_patch")),
         "command": list(tests["command"]),
-        "test_env": dict(plan.test_env),
+        # bwrap: `python`, `pytest` and the site's pytest standing in for the image's.
+        "test_env": dict(standins.env),
     }
 
 
@@ -270,23 +268,25 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
     with tempfile.TemporaryDirectory(prefix="securebench-repo-") as scratch:
         try:
             plan = plan_repository(task, tests, sandbox.name, Path(scratch))
+            standins = image_standins(sandbox.name, task.environment.get("image"))
         except TaskError as exc:
             return error(Reason.TASK_MISCONFIGURED, details=details, stderr=str(exc))
         except SandboxUnavailable as exc:
             return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
-        config = runner_config(task, tests, plan, decision, policy, nonce)
+        config = runner_config(task, tests, plan, decision, policy, nonce, standins)
         spec_type = ImageWorkdirSpec if plan.from_image else SandboxSpec
         spec = spec_type(
             command=["python3", "-I", RUNNER],
             image=task.environment.get("image"),
             workdir=plan.workdir,
             work_files=plan.work_files,
-            mounts=runner_mounts() + (pylib_mounts() if plan.test_env else ()),
+            mounts=merge_mounts(runner_mounts(), standins.mounts),
             env={"HOME": SANDBOX_HOME},
             limits=REPO_LIMITS.with_wall(min(wall, MAX_WALL_SECONDS)),
             stdin=json.dumps(config).encode("utf-8"),
         )
         result = sandbox.run(spec)
+    details.update(notes_details(result, standins))
     return decide(result, nonce, policy, details, log_secrets(task))
 
 

@@ -34,6 +34,7 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from verifiers.sandbox.standins import Standins, image_standins, merge_mounts
 from verifiers.task import Candidate, TaskFile, TaskLanes
 from verifiers.verdict import Reason, Verdict, error, failed, passed
 from verifiers.workspace import (
@@ -46,6 +47,7 @@ from verifiers.workspace import (
     limit_reason,
     log_secrets,
     new_nonce,
+    notes_details,
     pylib_mounts,
     read_frame,
     read_only_asset_mounts,
@@ -387,8 +389,12 @@ def open_up(folder: Path) -> None:
         path.chmod(0o755 if path.is_dir() or path.stat().st_mode & 0o111 else 0o644)
 
 
-def runner_config(plan: CheckerPlan, workdir: str, pot: Honeypot, nonce: str) -> dict[str, Any]:
+def runner_config(
+    plan: CheckerPlan, workdir: str, pot: Honeypot, nonce: str, standins: Standins
+) -> dict[str, Any]:
     env = {
+        # bwrap: `python`, `pytest` and the site's pytest standing in for the image's.
+        **standins.env,
         "SECUREBENCH_WORKSPACE": workdir,
         "SECUREBENCH_EVALUATOR": EVALUATOR_DIR,
         "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1",
@@ -443,6 +449,7 @@ def verify(
     details.update({"checker_source": plan.mode, "capabilities": list(capabilities)})
     try:
         sandbox = sandbox or _default_sandbox()
+        standins = image_standins(sandbox.name, task.environment.get("image"))
     except SandboxUnavailable as exc:
         return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
     pot = Honeypot.new()
@@ -462,11 +469,14 @@ def verify(
             return error(
                 Reason.TASK_MISCONFIGURED, details=details, stderr="checker.path has no files"
             )
-        mounts = (
-            Mount(evaluator, EVALUATOR_DIR),
-            Mount(honeypot, pot.folder),
-            *runner_mounts(),
-            *(pylib_mounts() if plan.mode == "pytest" else ()),
+        mounts = merge_mounts(
+            (
+                Mount(evaluator, EVALUATOR_DIR),
+                Mount(honeypot, pot.folder),
+                *runner_mounts(),
+                *(pylib_mounts() if plan.mode == "pytest" else ()),
+            ),
+            standins.mounts,
         )
         spec = SandboxSpec(
             command=["python3", "-I", RUNNER],
@@ -477,9 +487,10 @@ def verify(
             limits=REPO_LIMITS.with_wall(min(timeout_seconds(task, checker), MAX_WALL_SECONDS)),
             capabilities=capabilities,
             collect=(state_path,) if state_path else (),
-            stdin=json.dumps(runner_config(plan, workdir, pot, nonce)).encode("utf-8"),
+            stdin=json.dumps(runner_config(plan, workdir, pot, nonce, standins)).encode(),
         )
         result = sandbox.run(spec)
+        details.update(notes_details(result, standins))
         expected = (
             expected_tests(eval_files(task), checker["path"]) if plan.mode == "pytest" else set()
         )
@@ -532,7 +543,7 @@ def decide(
     details: dict[str, Any],
 ) -> Verdict:
     fields = sandbox_fields(result, log_secrets(task))
-    details = {**details, "sandbox_exit_code": result.exit_code, "notes": list(result.notes)}
+    details = {**details, "sandbox_exit_code": result.exit_code}
     if reason := limit_reason(result):
         return failed(reason, details={**details, "phase": "sandbox"}, **fields)
     frame, problem = read_frame(result.stdout, nonce)
