@@ -132,10 +132,12 @@ def _remove_tree(path: Path) -> None:
 def stage_all() -> Path:
     """Stage every trusted file a verifier mounts (worker start); returns the folder."""
     from verifiers.families.code_completion import script_mounts  # noqa: PLC0415
+    from verifiers.live.runner import helper_folder  # noqa: PLC0415
     from verifiers.sandbox.standins import standin_bin  # noqa: PLC0415
     from verifiers.workspace import pylib_mounts, runner_mounts  # noqa: PLC0415
 
     standin_bin()  # bwrap's stand-ins for a pack image's python and pytest
+    helper_folder()  # live workspaces' in-sandbox helper, compiled once per worker
     for mount in (*runner_mounts(), *pylib_mounts(), *script_mounts()):
         if not Path(mount.source).exists():
             raise SandboxUnavailable(f"trusted file {mount.source} was not staged")

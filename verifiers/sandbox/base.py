@@ -55,7 +55,9 @@ class Mount:
     """A trusted host file or folder made visible inside the sandbox."""
 
     source: Path
-    target: str  # absolute path inside the sandbox, outside the writable work dir
+    # Absolute path inside the sandbox; read-only mounts may lie inside the work dir (a live
+    # workspace's read-only assets), writable ones outside it.
+    target: str
     read_only: bool = True
 
 

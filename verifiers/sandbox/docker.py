@@ -213,7 +213,13 @@ class DockerProcess(SandboxProcess):
                 read_only=True,
                 tmpfs={
                     "/tmp": _tmpfs_opts(lim.tmp_bytes, owner=None, mode="1777"),  # noqa: S108
-                    spec.workdir: _tmpfs_opts(lim.work_bytes, owner=SANDBOX_UID, mode="0700"),
+                    # 0711 when mounts lie inside it: the root exec that opens up their
+                    # parent folders (_open_mount_parents) must traverse it.
+                    spec.workdir: _tmpfs_opts(
+                        lim.work_bytes,
+                        owner=SANDBOX_UID,
+                        mode="0711" if mount_parents(spec) else "0700",
+                    ),
                 },
                 mem_limit=lim.memory_bytes,
                 memswap_limit=lim.memory_bytes,
@@ -259,12 +265,12 @@ class DockerProcess(SandboxProcess):
         spool.seek(0)
         return spool
 
-    def _exec(self, cmd: list[str], **kwargs: Any) -> DockerExec:
+    def _exec(self, cmd: list[str], *, user: str | None = None, **kwargs: Any) -> DockerExec:
         return DockerExec(
             self.api,
             self._container.id,
             cmd,
-            user=f"{SANDBOX_UID}:{SANDBOX_UID}",
+            user=user or f"{SANDBOX_UID}:{SANDBOX_UID}",
             environment=self._env(),
             **kwargs,
         )
@@ -281,7 +287,22 @@ class DockerProcess(SandboxProcess):
         ex.close()
         return code, bytes(out), bytes(err)
 
+    def _open_mount_parents(self) -> None:
+        """Folders the engine made for mounts inside the work dir (a read-only asset at
+        ``data/input.csv``) are root's 0755, so the sandbox uid could not add files beside
+        the mount as it can on bwrap. Before anything of the run starts, a root exec (no
+        capabilities: it may chmod only what root owns) opens them to the sandbox uid."""
+        parents = mount_parents(self.spec)
+        if not parents:
+            return
+        code, _, err = self._run_exec(["chmod", "0777", "--", *parents], user="0:0")
+        if code != 0:
+            raise SandboxUnavailable(
+                f"cannot open the mount folders: {err.decode(errors='replace').strip()}"
+            )
+
     def _copy_in(self) -> None:
+        self._open_mount_parents()
         if self._image_files is not None:
             # The archive's one top entry is the folder itself: strip it.
             with self._image_files as archive:
@@ -560,6 +581,21 @@ class DockerProcess(SandboxProcess):
                 self._container.remove(force=True)
             except Exception as exc:  # noqa: BLE001
                 self._notes.append(f"container removal failed: {exc}")
+
+
+def mount_parents(spec: SandboxSpec) -> list[str]:
+    """Folders strictly between the work dir and the targets of mounts inside it."""
+    root = spec.workdir.rstrip("/")
+    found: list[str] = []
+    for mount in spec.mounts:
+        if not mount.target.startswith(root + "/"):
+            continue
+        parts = mount.target[len(root) + 1 :].split("/")[:-1]
+        for depth in range(1, len(parts) + 1):
+            folder = root + "/" + "/".join(parts[:depth])
+            if folder not in found:
+                found.append(folder)
+    return found
 
 
 @dataclass(frozen=True)
