@@ -12,40 +12,53 @@ PORT ?= 8000
 .PHONY: run test bench mutation worker lint format venv system-run system-test clean-data
 
 run: WORKER_ARGS = --concurrency=2
+# `make run` gives episodes' sandboxed actions a worker of their own (ACTIONS_WORKER), so the
+# main worker verifies only: an agent's step never waits behind a verification.
+run: WORKER_QUEUES = text,sandbox
+run: ACTIONS_WORKER = 1
 run: venv system-run
 	@set -e; export DEBUG=$${DEBUG:-1}; \
 	mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"; \
 	$(MANAGE) migrate --noinput; \
 	$(MANAGE) setup_site; \
-	echo "Starting the web server on http://$(HOST):$(PORT)/ and a Celery worker (Ctrl-C stops both)"; \
+	echo "Starting the web server on http://$(HOST):$(PORT)/ and the Celery workers (Ctrl-C stops them all)"; \
 	$(START_WORKER); \
 	$(MANAGE) runserver $(HOST):$(PORT) --noreload
 
 # One worker consuming every queue, with the reaper's schedule (--beat); more workers may run
 # beside it (the reaper is idempotent, so several schedules do no harm).
+WORKER_QUEUES ?= text,sandbox,actions
 worker: venv
 	@set -e; mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"; \
 	$(START_WORKER); \
 	while kill -0 $$worker 2>/dev/null; do wait $$worker || true; done
 
-# Starts the Celery worker (with --beat) in a process group of its own and traps Ctrl-C,
-# SIGTERM and the shell's exit to stop it with ONE SIGTERM to its main process: a warm
-# shutdown, which lets the running verification finish. Ctrl-C again kills it at once (its
-# results come back through the lease, its containers through the janitor). Why not the whole
-# group: a pool child killed while it holds the pool's inqueue lock (an idle child holds it
-# while blocked reading the next job) leaves billiard's _help_stuff_finish waiting on that
-# lock forever at the main process's exit; and repeated signals (a `kill 0` that re-enters
-# its own trap) interrupt the main process's shutdown at random points.
+# Starts the Celery worker (with --beat) in a process group of its own — and with
+# ACTIONS_WORKER set, a second one for episodes' sandboxed actions (`actions` queue, a pool of
+# threads: each action mostly waits on its sandbox, and a workspace command may run for
+# minutes) — and traps Ctrl-C, SIGTERM and the shell's exit to stop them with ONE SIGTERM to
+# each main process: a warm shutdown, which lets the running verification (or action) finish.
+# Ctrl-C again kills them at once (results come back through the lease, containers through
+# the janitor, workspaces through the episode reaper). Why not the whole group: a pool child
+# killed while it holds the pool's inqueue lock (an idle child holds it while blocked reading
+# the next job) leaves billiard's _help_stuff_finish waiting on that lock forever at the main
+# process's exit; and repeated signals (a `kill 0` that re-enters its own trap) interrupt the
+# main process's shutdown at random points.
 START_WORKER = set -m; \
-	$(VENV)/bin/celery -A securebench_site worker --beat --queues=text,sandbox,actions --loglevel=INFO $(WORKER_ARGS) & \
-	worker=$$!; set +m; stopping=; stopped=; \
+	$(VENV)/bin/celery -A securebench_site worker --beat --queues=$(WORKER_QUEUES) --loglevel=INFO $(WORKER_ARGS) & \
+	worker=$$!; actions_worker=; \
+	if [ -n "$(ACTIONS_WORKER)" ]; then \
+	  $(VENV)/bin/celery -A securebench_site worker --queues=actions --pool=threads --concurrency=8 --hostname=actions@%h --loglevel=INFO & \
+	  actions_worker=$$!; \
+	fi; \
+	set +m; stopping=; stopped=; \
 	stop_worker() { \
 	  [ -z "$$stopped" ] || return 0; \
-	  if [ -n "$$stopping" ]; then kill -KILL -- -$$worker 2>/dev/null || true; return 0; fi; \
+	  if [ -n "$$stopping" ]; then kill -KILL -- -$$worker $${actions_worker:+-$$actions_worker} 2>/dev/null || true; return 0; fi; \
 	  stopping=1; \
-	  echo "Stopping the Celery worker once its current verification ends (Ctrl-C again: now)"; \
-	  kill -TERM $$worker 2>/dev/null || true; \
-	  while kill -0 $$worker 2>/dev/null; do wait $$worker || true; done; \
+	  echo "Stopping the Celery workers once their current work ends (Ctrl-C again: now)"; \
+	  kill -TERM $$worker $$actions_worker 2>/dev/null || true; \
+	  for pid in $$worker $$actions_worker; do while kill -0 $$pid 2>/dev/null; do wait $$pid || true; done; done; \
 	  stopped=1; \
 	}; \
 	trap 'stop_worker; exit 130' INT TERM; trap 'stop_worker' EXIT

@@ -1,5 +1,5 @@
-"""`make bench`: every workload (issue 6's six, issue 11's episodes), each in a process of its
-own, then one table.
+"""`make bench`: every workload (issue 6's six, issue 11's episodes, issue 12's live
+workspaces), each in a process of its own, then one table.
 
     python -m bench.run_all [--smoke] [--only import_pack,pages] [--json FILE]
 
@@ -21,7 +21,7 @@ from pathlib import Path
 from bench.common import REPO_ROOT, Figure, machine, table
 
 # In the order of the issues' workloads (the Celery half of workload 3 runs with 6; 7 is
-# agents acting live, issue 11).
+# agents acting live, issue 11; 8 live workspaces, issue 12, on bwrap then Docker).
 MODULES = (
     "import_pack",
     "text_scoring",
@@ -30,6 +30,8 @@ MODULES = (
     "pages",
     "concurrency",
     "episodes",
+    "workspaces",
+    "workspaces_docker",
 )
 
 

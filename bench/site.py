@@ -67,8 +67,9 @@ class SiteProcess:
         raise AssertionError(f"`make run` never printed {pattern!r}:\n{self.output()[-4000:]}")
 
     def worker_pids(self) -> list[int]:
-        """The Celery worker processes (main and pool children) of this `make run` only: the
-        processes of its session whose command line names celery."""
+        """The Celery worker processes (main and pool children, of both workers: verifications
+        and episodes' actions) of this `make run` only: the processes of its session whose
+        command line names celery."""
         pids = []
         for entry in Path("/proc").iterdir():
             if not entry.name.isdigit():
@@ -114,10 +115,11 @@ class SiteProcess:
 
     def admin_password(self) -> str:
         """The first admin's password, printed once by `setup_site`; waits for the web server
-        and the worker to be ready too."""
+        and both workers (verifications; episodes' actions) to be ready too."""
         password = self.wait_for(r"password: (\S+)").group(1)
         self.wait_for(r"development server at http")
         self.wait_for(r"celery@\S+ ready")
+        self.wait_for(r"actions@\S+ ready")
         return password
 
 

@@ -7,6 +7,7 @@ transaction locks the whole database, and the worker must be able to write meanw
 
 from __future__ import annotations
 
+import logging
 import time
 from dataclasses import dataclass
 from datetime import timedelta
@@ -15,23 +16,30 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
+from kombu.exceptions import KombuError
 
 from episodes import actions, wire
 from episodes.budgets import EpisodeBudgets, budget_crossed, episode_budgets
 from episodes.models import Episode, EpisodeStatus, Step, StepState
-from episodes.objectives import first_observation
+from episodes.objectives import first_observation, workspace_waiting_observation
 from episodes.tools import (
     STOP,
+    WAIT,
     ArgumentProblem,
     Tool,
     check_arguments,
     family_tools,
+    is_workspace_family,
 )
 from runs.models import ResultStatus, TaskResult
 from runs.services import run_record_live_candidate
 from verifiers.task import Candidate as VerifierCandidate
+from verifiers.verdict import Reason
 
+logger = logging.getLogger(__name__)
 POLL_SECONDS = 0.02
+# How long final_step waits for a workspace command still running before it ends the episode.
+FINAL_STEP_PATIENCE = 2.0
 ANSWER_PREVIEW_CHARS = 200
 
 
@@ -47,6 +55,8 @@ class StepOutcome:
 def episode_reset(episode: Episode) -> dict[str, Any]:
     """Start (or restart) the episode: the objective and the public payload, nothing else."""
     task = episode.task
+    if is_workspace_family(task.family):
+        return _workspace_reset(episode)
     obs = first_observation(task.family, task.agent_payload)
     budgets = episode_budgets(episode)
     with transaction.atomic():
@@ -105,7 +115,7 @@ def episode_step(
     budgets = episode_budgets(episode)
     tools = {tool.name: tool for tool in family_tools(episode.task.family)}
     tool = tools.get(name)
-    checked: dict[str, str] | None = None
+    checked: dict[str, Any] | None = None
     problem = ""
     if tool is not None:
         try:
@@ -165,7 +175,9 @@ def _step_begin(
     return step, crossed
 
 
-def _run_tool(episode: Episode, step: Step, tool: Tool, arguments: dict[str, str]) -> StepOutcome:
+def _run_tool(episode: Episode, step: Step, tool: Tool, arguments: dict[str, Any]) -> StepOutcome:
+    if is_workspace_family(episode.task.family):
+        return _workspace_tool(episode, step, tool)
     if tool.name == STOP:
         return _end_with_final_step(episode, step)
     if tool.submits is not None:
@@ -182,8 +194,8 @@ def _run_tool(episode: Episode, step: Step, tool: Tool, arguments: dict[str, str
             ]
         )
         return _finish_step(step, obs)
-    obs = actions.run_sandboxed(step, tool.name, arguments)
-    return _finish_step(step, obs, state=None)
+    answer = actions.run_sandboxed(step)
+    return _finish_step(step, answer.obs, state=None)
 
 
 def _error_obs(error_type: str, message: str, step: Step) -> dict[str, Any]:
@@ -230,35 +242,71 @@ def _finish_step(
 # --- ending: final_step, budgets, close, idle ----------------------------------------------
 
 
-def _end_with_final_step(episode: Episode, step: Step) -> StepOutcome:
+def _end_with_final_step(
+    episode: Episode,
+    step: Step,
+    *,
+    before: list[dict[str, Any]] | None = None,
+    deadline: float | None = None,
+) -> StepOutcome:
     episode_finish(episode, ending=EpisodeStatus.DONE, note="")
-    return _answer_with_verdict(episode, step, truncated=False, note="Task finished by the agent.")
+    return _answer_with_verdict(
+        episode,
+        step,
+        truncated=False,
+        note="Task finished by the agent.",
+        before=before,
+        deadline=deadline,
+    )
 
 
 def _end_truncated(episode: Episode, step: Step, crossed: str, action_id: str) -> StepOutcome:
     episode_finish(episode, ending=EpisodeStatus.TRUNCATED, note=crossed)
+    what = "the workspace" if is_workspace_family(episode.task.family) else "your last submission"
     return _answer_with_verdict(
         episode,
         step,
         truncated=True,
-        note=f"Budget exhausted: {crossed}. This action was not run; your last submission "
-        "is scored as it stands.",
+        note=f"Budget exhausted: {crossed}. This action was not run; {what} is scored as it "
+        "stands.",
+        deadline=actions.answer_deadline(),
     )
 
 
 def _answer_with_verdict(
-    episode: Episode, step: Step, *, truncated: bool, note: str
+    episode: Episode,
+    step: Step,
+    *,
+    truncated: bool,
+    note: str,
+    before: list[dict[str, Any]] | None = None,
+    deadline: float | None = None,
 ) -> StepOutcome:
-    episode = episode_await_verdict(episode)
+    """The ending step's answer, with the verdict if it lands in time (bounded so that the
+    whole answer leaves within the client's timeout)."""
+    wait = None
+    if deadline is not None:
+        limit = settings.SECUREBENCH_EPISODE_VERDICT_WAIT_SECONDS
+        wait = max(0.0, min(limit, deadline - time.monotonic()))
+    episode = episode_await_verdict(episode, wait=wait)
     info = verdict_info(episode)
-    obs = wire.observation([wire.text_content(note, tool_call_id=step.action_id or None)])
+    if episode.verdict_reason == Reason.CONTRACT_VIOLATION:
+        note = f"{note} The task failed: {episode.end_note}."
+    contents = [*(before or []), wire.text_content(note, tool_call_id=step.action_id or None)]
     return _finish_step(
-        step, obs, reward=episode.reward or 0.0, done=True, truncated=truncated, info=info
+        step,
+        wire.observation(contents),
+        reward=episode.reward or 0.0,
+        done=True,
+        truncated=truncated,
+        info=info,
     )
 
 
 def episode_finish(episode: Episode, *, ending: str, note: str) -> bool:
     """Freeze the episode's answer and queue its verdict; False if it had already ended."""
+    if is_workspace_family(episode.task.family):
+        return _workspace_end(episode, ending=ending, note=note)
     with transaction.atomic():
         locked = Episode.objects.select_for_update().select_related("episode_run__run", "task")
         locked = locked.get(pk=episode.pk)
@@ -281,7 +329,7 @@ def episode_finish(episode: Episode, *, ending: str, note: str) -> bool:
         locked.candidate_kind = candidate.kind if candidate else ""
         locked.candidate_text = candidate.text if candidate else ""
         locked.status = EpisodeStatus.SCORING
-        _copy_verdict(locked, result)
+        copy_verdict(locked, result)
         locked.save()
     return True
 
@@ -308,7 +356,8 @@ def _frozen_candidate(episode: Episode) -> VerifierCandidate | None:
     return VerifierCandidate(kind=kind, text=text)
 
 
-def _copy_verdict(episode: Episode, result: TaskResult | None) -> None:
+def copy_verdict(episode: Episode, result: TaskResult | None) -> None:
+    """A final result's verdict onto its scoring episode, which takes its ending status."""
     if result is None or not result.is_final or episode.status != EpisodeStatus.SCORING:
         return
     episode.verdict_status = result.status
@@ -324,7 +373,7 @@ def episode_sync_verdict(episode: Episode) -> Episode:
     result = TaskResult.objects.filter(pk=episode.result_id).first()
     if result is None or not result.is_final:
         return episode
-    _copy_verdict(episode, result)
+    copy_verdict(episode, result)
     Episode.objects.filter(pk=episode.pk, status=EpisodeStatus.SCORING).update(
         status=episode.status,
         verdict_status=episode.verdict_status,
@@ -340,6 +389,9 @@ def episode_await_verdict(episode: Episode, *, wait: float | None = None) -> Epi
     limit = settings.SECUREBENCH_EPISODE_VERDICT_WAIT_SECONDS if wait is None else wait
     deadline = time.monotonic() + limit
     while True:
+        if episode.status == EpisodeStatus.SCORING and episode.result_id is None:
+            # A live workspace's candidate is recorded by a worker (episodes.workspaces).
+            episode = Episode.objects.get(pk=episode.pk)
         episode = episode_sync_verdict(episode)
         if episode.status != EpisodeStatus.SCORING or time.monotonic() >= deadline:
             return episode
@@ -406,3 +458,205 @@ def steps_throttled(run_id: int) -> bool:
     since = timezone.now() - timedelta(seconds=1)
     limit = settings.SECUREBENCH_EPISODE_STEPS_PER_SECOND
     return Step.objects.filter(run_id=run_id, created_at__gte=since).count() >= limit
+
+
+# --- live workspaces (terminal_task, repo_patch): the web's side ---------------------------
+# Every action runs on a worker (episodes.actions, episodes.workspaces); the web orders the
+# steps: a step first waits for an earlier action still running, and answers with its rest.
+
+
+def _workspace_reset(episode: Episode) -> dict[str, Any]:
+    """Lay the workspace out again from the seed (on a worker): the first observation holds
+    the objective, the file listing and the contract's surfaces."""
+    from episodes.workspaces import new_folder_name  # noqa: PLC0415 - it imports this module
+
+    task = episode.task
+    deadline = actions.answer_deadline()
+    with transaction.atomic():
+        locked = _locked_open(episode)
+        now = timezone.now()
+        locked.step_count += 1
+        locked.reset_count += 1
+        locked.first_reset_at = locked.first_reset_at or now
+        locked.last_activity_at = now
+        locked.workspace_folder = locked.workspace_folder or new_folder_name(locked.pk)
+        locked.save(
+            update_fields=[
+                "step_count",
+                "reset_count",
+                "first_reset_at",
+                "last_activity_at",
+                "workspace_folder",
+            ]
+        )
+        # What an earlier action still had to say went with the workspace it ran in.
+        Step.objects.filter(episode=locked, answered=False).update(answered=True)
+        step = Step.objects.create(
+            episode=locked,
+            run_id=locked.episode_run.run_id,
+            index=locked.step_count,
+            method="cube/reset",
+            state=StepState.RUNNING,
+        )
+    answer = actions.run_sandboxed(step, may_continue=True, deadline=deadline)
+    contract = locked.episode_run.run.contract_version.contract or {}
+    if answer.state == actions.DONE and not answer.obs.get("error"):
+        obs = answer.obs
+        _mark_answered(step)
+    elif answer.state == actions.DONE:
+        # The seed failed: the objective still, and why there is no workspace.
+        obs = workspace_waiting_observation(task, contract, err=answer.obs["error"])
+        Step.objects.filter(pk=step.pk).update(observation=obs, answered=True)
+    elif answer.running:
+        # Not saved: the worker writes the reset's own observation when the seed is done.
+        obs = workspace_waiting_observation(task, contract)
+    else:
+        obs = workspace_waiting_observation(task, contract, err=answer.obs.get("error"))
+        Step.objects.filter(pk=step.pk).update(observation=obs, finished_at=timezone.now())
+    info = {
+        "task_id": task.task_id,
+        "attempt": episode.attempt,
+        "tools": [tool.name for tool in family_tools(task.family)],
+        "budgets": episode_budgets(episode).as_info(),
+        "running": answer.running,
+    }
+    return {"obs": obs, "info": info}
+
+
+def _workspace_tool(episode: Episode, step: Step, tool: Tool) -> StepOutcome:
+    deadline = actions.answer_deadline()
+    before: list[dict[str, Any]] = []
+    pending = _pending_action(step)
+    if pending is not None:
+        # final_step does not wait long for a running command: ending the episode stops it
+        # (the workspace is scored as it stands), and the verdict needs the rest of the time.
+        until = deadline if tool.name != STOP else time.monotonic() + FINAL_STEP_PATIENCE
+        earlier = actions.await_action(pending, deadline=until)
+        before = _earlier_contents(pending, earlier)
+        if earlier.running and tool.name != STOP:
+            return _still_running(step, tool, pending, before)
+        if earlier.running:
+            before.append(_text(step, f"Step {pending.index} is stopped: the episode ends."))
+        if earlier.truncated:
+            return _answer_with_verdict(
+                episode,
+                step,
+                truncated=True,
+                note="The episode ended when that command ran out of the wall-time budget; "
+                "this action was not run.",
+                before=before,
+                deadline=deadline,
+            )
+    if tool.name == WAIT:
+        if not before:
+            before = [_text(step, "Nothing is running: every earlier action has finished.")]
+        return _finish_step(step, wire.observation(before))
+    if tool.name == STOP:
+        return _end_with_final_step(episode, step, before=before, deadline=deadline)
+    answer = actions.run_sandboxed(step, may_continue=True, deadline=deadline)
+    if answer.running:
+        # The step row is the worker's to complete; the agent gets the output so far.
+        contents = [*before, *answer.obs["contents"]]
+        output = wire.environment_output(
+            wire.observation(contents), info={"running": True, "step": step.index}
+        )
+        return StepOutcome(output=output, step=step)
+    _mark_answered(step)
+    obs = answer.obs
+    if before:
+        obs = wire.observation([*before, *obs["contents"]], err=obs.get("error"))
+    if answer.truncated:
+        note = "The workspace as it stands is scored."
+        return _answer_with_verdict(
+            episode, step, truncated=True, note=note, before=obs["contents"], deadline=deadline
+        )
+    return _finish_step(step, obs, state=None)
+
+
+def _pending_action(step: Step) -> Step | None:
+    """The episode's latest earlier action whose final observation the agent has not had."""
+    return (
+        Step.objects.filter(episode_id=step.episode_id, answered=False, index__lt=step.index)
+        .order_by("-index")
+        .first()
+    )
+
+
+def _mark_answered(step: Step) -> None:
+    Step.objects.filter(pk=step.pk).update(answered=True)
+
+
+def _earlier_contents(pending: Step, answer: actions.ActionAnswer) -> list[dict[str, Any]]:
+    """What an earlier action still had to say, to put before this step's own answer."""
+    if answer.running:
+        return list(answer.obs["contents"])
+    _mark_answered(pending)
+    name = pending.action or "reset"
+    head = f"Step {pending.index} ({name}) finished:"
+    if answer.state != actions.DONE:
+        head = f"Step {pending.index} ({name}) was not run:"
+    contents = [wire.text_content(head, name="earlier_step")]
+    contents += answer.obs.get("contents") or []
+    error = answer.obs.get("error")
+    if isinstance(error, dict):
+        contents.append(
+            wire.text_content(
+                f"(step {pending.index} failed — {error.get('error_type')}: "
+                f"{error.get('exception_str')})",
+                name="earlier_step",
+            )
+        )
+    return contents
+
+
+def _still_running(step: Step, tool: Tool, pending: Step, before: list[dict]) -> StepOutcome:
+    """The earlier action is still running at the deadline: ``wait`` shows its new output;
+    any other call is not run (the agent sends it again once that action is done)."""
+    if tool.name == WAIT:
+        obs = wire.observation(before)
+    else:
+        message = (
+            f"Your {tool.name} call was not run: step {pending.index} is still running. Call "
+            "wait to see the rest of its output, then send your call again."
+        )
+        obs = wire.observation(
+            [*before, _text(step, message)], err=wire.step_error("StillRunning", message)
+        )
+    return _finish_step(step, obs, info={"running": True})
+
+
+def _text(step: Step, message: str) -> dict[str, Any]:
+    return wire.text_content(message, tool_call_id=step.action_id or None)
+
+
+def _workspace_end(episode: Episode, *, ending: str, note: str) -> bool:
+    """End a workspace episode: no more steps, its running action is stopped (its worker
+    sees the ending), and a worker collects the candidate from the workspace, records it
+    and destroys the workspace. False if it had already ended."""
+    from episodes import tasks  # noqa: PLC0415 - the Celery tasks import this module
+
+    with transaction.atomic():
+        locked = Episode.objects.select_for_update().get(pk=episode.pk)
+        if locked.status != EpisodeStatus.OPEN:
+            return False
+        now = timezone.now()
+        locked.ending = ending
+        locked.end_note = note[:300]
+        locked.ended_at = now
+        start = locked.first_reset_at
+        locked.wall_seconds = (now - start).total_seconds() if start else 0.0
+        locked.status = EpisodeStatus.SCORING
+        locked.save(update_fields=["ending", "end_note", "ended_at", "wall_seconds", "status"])
+        transaction.on_commit(lambda: send_collect(locked.pk, tasks), robust=True)
+    return True
+
+
+def send_collect(episode_id: int, tasks: Any) -> bool:
+    """Queue the collection of an ended episode's workspace (the reaper sends it again if
+    this message is lost)."""
+    try:
+        tasks.collect_workspace.delay(episode_id)
+    except (KombuError, OSError, ConnectionError) as exc:
+        logger.warning("could not send the collection of episode %s: %s", episode_id, exc)
+        return False
+    return True

@@ -76,6 +76,10 @@ class Episode(models.Model):
     verdict_status = models.CharField(max_length=16, blank=True)
     verdict_reason = models.CharField(max_length=64, blank=True)
     reward = models.FloatField(null=True, blank=True)
+    # Live workspace families (terminal_task, repo_patch): the episode's folder name under
+    # SECUREBENCH_EPISODE_WORKSPACE_DIR, set at the first reset; the folder itself is removed
+    # when the episode ends (and by the reaper if a worker died first).
+    workspace_folder = models.CharField(max_length=100, blank=True)
 
     class Meta:
         ordering = ["episode_run", "created_at", "id"]
@@ -123,6 +127,17 @@ class Step(models.Model):
     duration_ms = models.FloatField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
     sandbox_backend = models.CharField(max_length=32, blank=True)
+    # Workspace actions: what a long command printed so far (the last part of it, scrubbed),
+    # written by the worker while it runs; how much it printed in all, and how much of that
+    # the agent has been shown; whether the agent has had the finished observation.
+    live_output = models.TextField(blank=True)
+    live_chars = models.BigIntegerField(default=0)
+    shown_chars = models.BigIntegerField(default=0)
+    answered = models.BooleanField(default=True)
+    # The worker running the action touches this while it runs: a stale one means it died.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    # Paths the action created or changed in the workspace (for the trajectory).
+    files_written = models.JSONField(default=list, blank=True)
 
     class Meta:
         ordering = ["episode", "index"]

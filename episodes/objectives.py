@@ -9,7 +9,8 @@ import string
 from typing import Any
 
 from episodes import wire
-from episodes.tools import family_tools
+from episodes.tools import family_tools, is_workspace_family, workspace_rules
+from packs.models import Task
 
 # Payload keys shown as the objective's opening text, in this order; anything else public
 # follows under its own name.
@@ -58,6 +59,16 @@ def _how_to_answer(family: str) -> str:
         )
     if "submit_answer" in names:
         return "Answer with submit_answer, then call final_step."
+    if is_workspace_family(family):
+        scored = (
+            "its diff against the base commit" if family == "repo_patch" else "the files it holds"
+        )
+        return (
+            "Work in the workspace with bash, read_file, write_file and list_files (wait "
+            "collects the rest of a long command's output), then call final_step: the "
+            f"workspace as you leave it is your answer ({scored}), scored by the task's "
+            "checks in a separate sandbox."
+        )
     return "This task has no verifier on this site yet: call final_step when you are done."
 
 
@@ -68,3 +79,70 @@ def first_observation(family: str, payload: dict[str, Any]) -> dict[str, Any]:
             wire.structured_content(payload, name="task"),
         ]
     )
+
+
+# --- live workspaces ---------------------------------------------------------------------------
+
+
+def surfaces(contract: dict[str, Any]) -> dict[str, list[str]]:
+    """The contract's allowed and read-only paths (globs), as shown to the agent."""
+    return {
+        key: [item for item in contract.get(key) or [] if isinstance(item, str)]
+        for key in ("allowed_to_modify", "read_only")
+    }
+
+
+def surfaces_text(contract: dict[str, Any]) -> str:
+    shown = surfaces(contract)
+    allowed = ", ".join(shown["allowed_to_modify"]) or "any path (the contract names none)"
+    frozen = ", ".join(shown["read_only"]) or "none"
+    return (
+        "Contract surfaces (gitignore-style globs, relative to the workspace root; for a "
+        "repository, to the repository's root):\n"
+        f"- you may change: {allowed}\n"
+        f"- read-only: {frozen}\n"
+        "A change outside them fails the task (contract_violation) at final_step."
+    )
+
+
+def workspace_first_observation(
+    task: Task,
+    contract: dict[str, Any],
+    *,
+    listing: str,
+    workdir: str,
+    error: dict[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A workspace episode's first observation: the objective, the workspace's files, the
+    contract's surfaces and the rules of the workspace; then the public payload as data."""
+    intro = f"Your workspace is {workdir} (tools take paths relative to it). Its files:"
+    contents = [
+        wire.text_content(objective_text(task.family, task.agent_payload), name="objective"),
+        wire.text_content(f"{intro}\n{listing}", name="workspace"),
+        wire.text_content(f"{surfaces_text(contract)}\n\n{workspace_rules()}", name="rules"),
+        wire.structured_content(task.agent_payload, name="task"),
+        wire.structured_content(surfaces(contract), name="surfaces"),
+    ]
+    return wire.observation(contents, err=error)
+
+
+def workspace_waiting_observation(
+    task: Task, contract: dict[str, Any], *, err: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """The first observation while the workspace is still being laid out (or could not
+    be): the objective now, the file listing from ``wait`` (or the next reset)."""
+    if err is None:
+        note = "The workspace is still being laid out: call wait to see its files."
+    else:
+        note = (
+            f"The workspace could not be laid out ({err.get('exception_str', '')}): call "
+            "cube/reset again."
+        )
+    contents = [
+        wire.text_content(objective_text(task.family, task.agent_payload), name="objective"),
+        wire.text_content(note, name="workspace"),
+        wire.text_content(f"{surfaces_text(contract)}\n\n{workspace_rules()}", name="rules"),
+        wire.structured_content(task.agent_payload, name="task"),
+        wire.structured_content(surfaces(contract), name="surfaces"),
+    ]
+    return wire.observation(contents, err=err)

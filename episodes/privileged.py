@@ -8,6 +8,7 @@ Agent runs never get an answer, nor does an oracle run whose privilege has ended
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from django.utils import timezone
@@ -18,7 +19,9 @@ from packs import access as pack_access
 from packs.selectors import evaluator_task_lanes
 from runs.models import AuditAction, AuditEvent, CandidateOrigin
 from runs.privileged import session_debug_mode
+from verifiers import live
 from verifiers.oracle import oracle_candidate
+from verifiers.task import Candidate, TaskLanes
 
 REFUSED = "privileged information is only for oracle runs opened by a privileged user"
 
@@ -50,10 +53,51 @@ def episode_privileged_info(episode: Episode, *, ip_address: str | None) -> dict
         )
     task = episode.task
     _audit(episode, ip_address)
-    reference = oracle_candidate(evaluator_task_lanes(task))
+    lanes = evaluator_task_lanes(task)
+    reference = oracle_candidate(lanes)
     if reference is None:
         return wire.text_content("This task has no reference solution.", name="reference")
+    if reference.kind == "workspace":
+        return wire.structured_content(_workspace_reference(reference), name="reference")
+    if reference.kind == "patch":
+        return wire.structured_content(_patch_reference(lanes, reference), name="reference")
     return wire.text_content(reference.text, name="reference")
+
+
+def _workspace_reference(reference: Candidate) -> dict[str, Any]:
+    """A terminal task's expected state, as the files an oracle agent writes by acting."""
+    return {
+        "family": "terminal_task",
+        "files": {
+            path: file.content.decode("utf-8", "replace")
+            for path, file in sorted(reference.files.items())
+        },
+        "how": "Write each file (paths relative to the workspace) with write_file or bash, "
+        "then call final_step.",
+    }
+
+
+def _patch_reference(lanes: TaskLanes, reference: Candidate) -> dict[str, Any]:
+    """A repository task's gold patch, and where the repository is in the workspace."""
+    return {
+        "family": "repo_patch",
+        "patch": reference.text,
+        "repo_dir": repository_folder(lanes),
+        "how": "Apply the patch in repo_dir (e.g. write it to a file outside the repository "
+        "and run `git apply`), then call final_step.",
+    }
+
+
+def repository_folder(lanes: TaskLanes) -> str:
+    """The repository's folder relative to the workspace root ("." when it is the root), as
+    the live workspace lays it out."""
+    try:
+        plan = live.plan_live_workspace(
+            lanes, "docker", Path("/nonexistent"), live.WorkspaceLimits()
+        )
+    except live.WorkspaceUnsupported:
+        return "."
+    return plan.repo_path or "."
 
 
 def _audit(episode: Episode, ip_address: str | None) -> None:

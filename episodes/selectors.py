@@ -19,7 +19,7 @@ from django.http import Http404
 from django.utils import timezone
 
 from episodes import lifecycle
-from episodes.models import Episode, EpisodeRun, EpisodeStatus, Step
+from episodes.models import Episode, EpisodeRun, EpisodeStatus, Step, StepState
 from packs.models import Task
 from runs.models import Run, TaskResult
 
@@ -152,6 +152,9 @@ class StepView:
     contents: list[ContentView]
     error_type: str
     error_message: str
+    # Workspace actions: the paths the step wrote, and (while it runs) its output so far.
+    files_written: list[str]
+    live_output: str
 
     @property
     def arguments_long(self) -> bool:
@@ -185,6 +188,8 @@ def step_view(step: Step) -> StepView:
         contents=contents,
         error_type=step.error_type or str(error.get("error_type", "")),
         error_message=str(error.get("exception_str", "")),
+        files_written=[str(path) for path in step.files_written or [] if isinstance(path, str)],
+        live_output=step.live_output if step.state == StepState.RUNNING else "",
     )
 
 
@@ -244,6 +249,7 @@ def _transcript_row(episode: Episode, step: Step) -> dict[str, Any]:
         "created_at": _iso(step.created_at),
         "finished_at": _iso(step.finished_at),
         "duration_ms": step.duration_ms,
+        "files_written": step.files_written,
     }
 
 

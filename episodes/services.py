@@ -13,8 +13,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from episodes import lifecycle
+from episodes.actions import STALE_HEARTBEAT_SECONDS
 from episodes.capabilities import new_secret, secret_digest
-from episodes.models import Episode, EpisodeRun, EpisodeStatus
+from episodes.models import Episode, EpisodeRun, EpisodeStatus, Step, StepState
 from episodes.tools import served_live
 from episodes.wire import BUSY, INVALID_PARAMS, NOT_PERMITTED, NOT_VALID, WRONG_STATE, RpcError
 from packs.models import ContractVersion, Task
@@ -264,8 +265,25 @@ def episode_run_shutdown(episode_run_id: int, *, reason: str = "") -> None:
     Episode.objects.filter(episode_run_id=episode_run_id, closed_at__isnull=True).update(
         closed_at=timezone.now()
     )
+    episode_run_close_if_collected(episode_run_id)
+
+
+def episode_run_close_if_collected(episode_run_id: int) -> bool:
+    """Close a shut-down run's evaluation once every episode's candidate is recorded.
+
+    A live workspace's candidate is collected on a worker after its episode ends (it may
+    need a sandbox): until it is recorded, the task must not be failed as never attempted.
+    The collection calls this again when it is done (and so does the reaper)."""
+    if not EpisodeRun.objects.filter(pk=episode_run_id, closed_at__isnull=False).exists():
+        return False
+    uncollected = Episode.objects.filter(
+        episode_run_id=episode_run_id, status=EpisodeStatus.SCORING, result__isnull=True
+    )
+    if uncollected.exists():
+        return False
     run = Run.objects.get(episode_run__pk=episode_run_id)
     run_close_live(run, extra_budget_notes=lifecycle.truncation_notes(episode_run_id))
+    return True
 
 
 # --- the reaper ----------------------------------------------------------------------------
@@ -284,6 +302,12 @@ def episodes_reap(*, now: datetime | None = None) -> EpisodeReapReport:
     now = now or timezone.now()
     idle_since = now - timedelta(minutes=settings.SECUREBENCH_EPISODE_IDLE_MINUTES)
     idle = Episode.objects.filter(status=EpisodeStatus.OPEN, last_activity_at__lt=idle_since)
+    # A workspace command still running (its worker beating) is not idleness.
+    beating = Step.objects.filter(
+        state=StepState.RUNNING,
+        heartbeat_at__gte=now - timedelta(seconds=STALE_HEARTBEAT_SECONDS),
+    )
+    idle = idle.exclude(pk__in=beating.values("episode_id"))
     abandoned = 0
     for episode in idle:
         minutes = settings.SECUREBENCH_EPISODE_IDLE_MINUTES
@@ -301,6 +325,10 @@ def episodes_reap(*, now: datetime | None = None) -> EpisodeReapReport:
     for episode_run_id in expired.values_list("pk", flat=True):
         episode_run_shutdown(episode_run_id, reason="the run's URL expired")
         runs_closed += 1
+    # Shut down while a workspace was being collected, and that collection's own close lost.
+    waiting = EpisodeRun.objects.filter(closed_at__isnull=False, run__submitted_at__isnull=True)
+    for episode_run_id in waiting.values_list("pk", flat=True):
+        episode_run_close_if_collected(episode_run_id)
     if abandoned or runs_closed:
         logger.info(
             "episode reaper: %d idle episodes abandoned, %d runs closed on expiry",

@@ -1,13 +1,17 @@
-"""Celery tasks of the episodes layer: thin, taking ids; the work is in episodes.actions and
-episodes.services."""
+"""Celery tasks of the episodes layer: thin, taking ids; the work is in episodes.actions,
+episodes.workspaces and episodes.services."""
 
 from __future__ import annotations
 
 from celery import shared_task
+from django.conf import settings
 
-from episodes import actions, services
+from episodes import actions, services, workspaces
 
-ACTION_SOFT_LIMIT = 60
+# An action may be a workspace command of the longest allowed length, plus the sandbox's
+# start, the workspace's tar in and out, and waiting for a reset's predecessor to stop.
+ACTION_SOFT_LIMIT = settings.SECUREBENCH_EPISODE_COMMAND_MAX_SECONDS + 120
+COLLECT_LIMIT = 600
 REAP_LIMIT = 300
 
 
@@ -23,12 +27,28 @@ def run_step_action(step_id: int) -> bool:
     return actions.step_action_run(int(step_id))
 
 
+@shared_task(
+    acks_late=False,
+    ignore_result=True,
+    soft_time_limit=COLLECT_LIMIT,
+    time_limit=COLLECT_LIMIT + 30,
+)
+def collect_workspace(episode_id: int) -> bool:
+    # Idempotent (an episode's candidate is recorded once); a lost message is sent again by
+    # the reaper.
+    return workspaces.workspace_collect(int(episode_id))
+
+
 @shared_task(ignore_result=True, time_limit=REAP_LIMIT)
 def reap_episodes() -> dict[str, int]:
     report = services.episodes_reap()
     actions.expired_steps_sweep()
+    spaces = workspaces.workspaces_reap()
     return {
         "abandoned": report.abandoned,
         "synced": report.synced,
         "runs_closed": report.runs_closed,
+        "collections_resent": spaces.collections_resent,
+        "collections_given_up": spaces.collections_given_up,
+        "workspace_folders_removed": spaces.folders_removed,
     }

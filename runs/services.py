@@ -327,17 +327,28 @@ def run_open_live(
     return run, evaluation
 
 
+@dataclass(frozen=True)
+class LiveRefusal:
+    """Why the site refused a live candidate before any verifier saw it (e.g. a workspace
+    that changed paths outside the contract's surfaces): the result is final at once."""
+
+    reason: str  # one of verifiers.verdict.Reason
+    details: dict[str, Any] = field(default_factory=dict)
+
+
 def run_record_live_candidate(
     run: Run,
     task: Task,
     candidate: VerifierCandidate | None,
     *,
     usage: dict[str, float],
+    refusal: LiveRefusal | None = None,
 ) -> TaskResult:
     """Store the task's candidate (replacing an earlier attempt's) and queue its verdict.
 
     Called inside the caller's transaction; the verifier message leaves on commit. A result
-    still being scored is never replaced: the caller waits for it to be final first.
+    still being scored is never replaced: the caller waits for it to be final first. A
+    refused candidate is stored (its owner may read what was refused) and fails at once.
     """
     evaluation = Evaluation.objects.select_for_update().get(run=run, number=1)
     previous = TaskResult.objects.filter(evaluation=evaluation, task=task).first()
@@ -360,6 +371,10 @@ def run_record_live_candidate(
     )
     if candidate is None and get_family(task.family).active:
         result.status, result.failure_reason = ResultStatus.FAILED, Reason.MISSING_CANDIDATE
+        result.finished_at = timezone.now()
+    elif refusal is not None and result.status == ResultStatus.QUEUED:
+        result.status, result.failure_reason = ResultStatus.FAILED, refusal.reason
+        result.details = refusal.details
         result.finished_at = timezone.now()
     result.save()
     Run.objects.filter(pk=run.pk).update(candidate_count=Candidate.objects.filter(run=run).count())

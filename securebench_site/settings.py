@@ -8,6 +8,7 @@ set; production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY`` and
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 import tempfile
@@ -318,6 +319,8 @@ CELERY_TASK_ROUTES = {
     # Agents wait on these (run_python now, workspace actions next): a queue of their own, so
     # a long verification backlog never holds an agent's step past its answer window.
     "episodes.tasks.run_step_action": {"queue": "actions"},
+    # A live workspace's candidate is collected (a diff may need a sandbox) where its folder is.
+    "episodes.tasks.collect_workspace": {"queue": "actions"},
     "episodes.tasks.reap_episodes": {"queue": "text"},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
@@ -520,6 +523,26 @@ SECUREBENCH_EPISODE_ACTION_WAIT_SECONDS = float(
     env_int("SECUREBENCH_EPISODE_ACTION_WAIT_MS", 2500) / 1000
 )
 SECUREBENCH_EPISODE_ACTION_GRACE_SECONDS = 6.0
+
+# Live workspaces (terminal_task, repo_patch episodes): one folder per episode, holding the
+# workspace as a tar snapshot (never extracted on the host); every action is a fresh sandbox.
+# Default: a folder of this site's own in the system temp folder (named after the data folder,
+# so that two sites never share one: each one's reaper removes what its database does not
+# know). Workspaces live only as long as their episodes, and bubblewrap's unprivileged uid
+# must be able to pass through every folder on the path to mount read-only assets: a data
+# folder under a home folder (0700 on many systems) would not do.
+SECUREBENCH_EPISODE_WORKSPACE_DIR = Path(
+    env_str("SECUREBENCH_EPISODE_WORKSPACE_DIR")
+    or Path(tempfile.gettempdir())
+    / f"securebench-episodes-{hashlib.sha256(str(DATA_DIR.resolve()).encode()).hexdigest()[:12]}"
+).resolve()
+# Per episode: the workspace's size, and how many files it may hold beyond the seed's own.
+SECUREBENCH_EPISODE_WORKSPACE_BYTES = env_int("SECUREBENCH_EPISODE_WORKSPACE_BYTES", 256 * 2**20)
+SECUREBENCH_EPISODE_WORKSPACE_FILES = env_int("SECUREBENCH_EPISODE_WORKSPACE_FILES", 8192)
+# A bash step's timeout when the agent gives none, and the most it may ask for. A command
+# longer than the answer window keeps running; the agent collects the rest with `wait`.
+SECUREBENCH_EPISODE_COMMAND_SECONDS = env_int("SECUREBENCH_EPISODE_COMMAND_SECONDS", 60)
+SECUREBENCH_EPISODE_COMMAND_MAX_SECONDS = env_int("SECUREBENCH_EPISODE_COMMAND_MAX_SECONDS", 900)
 SECUREBENCH_CUBE_MAX_BODY_BYTES = env_int("SECUREBENCH_CUBE_MAX_BODY_BYTES", 2 * 1024 * 1024)
 
 # --- Roles and debug mode ------------------------------------------------------------------

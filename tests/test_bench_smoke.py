@@ -7,10 +7,13 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 from bench.common import REPO_ROOT
 from bench.run_all import MODULES
 
 
+@pytest.mark.embedded_only
 def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     output = tmp_path / "figures.json"
 
@@ -26,11 +29,11 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-4000:]
     report = json.loads(output.read_text())
     workloads = {figure["workload"].split()[0] for figure in report["figures"]}
-    assert workloads == {"1", "2", "3", "4", "5", "6", "7"}
+    assert workloads == {"1", "2", "3", "4", "5", "6", "7", "8"}
     assert all(figure["value"] >= 0 for figure in report["figures"])
     assert report["machine"]["cores"]
     assert "## Figures" in finished.stdout
-    assert len(MODULES) == 7
+    assert len(MODULES) == 9
     # Workload 7 drove live episodes with the stock CUBE client: each part reported a figure.
     episodes = {
         figure["name"] for figure in report["figures"] if figure["workload"] == "7 episodes"
@@ -39,3 +42,10 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     assert any(name.startswith("submit_answer step") for name in episodes)
     assert any(name.startswith("run_python step on bwrap") for name in episodes)
     assert "episodes (stock client) / bundle" in episodes
+    # Workload 8 drove live workspaces on both backends and a repository episode.
+    workspaces = {
+        figure["name"] for figure in report["figures"] if figure["workload"] == "8 live workspaces"
+    }
+    assert any(name.startswith("bash true step on bwrap") for name in workspaces)
+    assert any(name.startswith("bash true step on docker") for name in workspaces)
+    assert any(name.startswith("20-step repo episode") for name in workspaces)

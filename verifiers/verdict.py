@@ -40,6 +40,9 @@ class Reason:
     TASK_MISCONFIGURED = "task_misconfigured"
     # Set by the pipeline, never by a verifier: the result's lease expired on every attempt.
     RETRIES_EXHAUSTED = "retries_exhausted"
+    # Set by the site, never by a verifier: a live workspace changed a path the contract's
+    # allowed_to_modify / read_only surfaces forbid, so the verifier was not run.
+    CONTRACT_VIOLATION = "contract_violation"
 
     ALL: frozenset[str] = frozenset()
 

@@ -25,6 +25,7 @@ from episodes import services
 from episodes.models import Episode, EpisodeRun, Step
 from episodes.services import OraclePrivilege, episode_run_open
 from episodes.tools import served_live
+from episodes.workspaces import workspace_collect
 from runs.models import AuditEvent
 from runs.pipeline import evaluation_finish_if_done, score_results
 from runs.services import RunMetadata
@@ -111,6 +112,15 @@ def submit_references(client: Client, url: str, task_ids: list[str]) -> None:
         rpc_raw(client, task_url, "cube/step", {"name": "final_step"})
 
 
+def collect_workspaces(run: Any) -> None:
+    """What the actions worker does after a workspace episode ends (no worker runs here: the
+    resets of workspace tasks were answered "not run", so there is no workspace to read)."""
+    for episode in Episode.objects.filter(
+        episode_run__run=run, status="scoring", result__isnull=True
+    ):
+        workspace_collect(episode.pk)
+
+
 def rpc_raw(client: Client, path: str, method: str, params: dict[str, Any] | None = None) -> Any:
     # For the oracle agent, whose answers hold references by design: not searched.
     body: dict[str, Any] = {"jsonrpc": "2.0", "method": method, "id": 1, "params": params or {}}
@@ -133,6 +143,7 @@ def episode_world(leak_world: LeakWorld, django_db_blocker) -> Iterator[dict[str
         url = services.benchmark_path(opened.secret)
         task_urls = attempt_every_task(client, url, answer="D")
         rpc(client, url, "cube/shutdown")
+        collect_workspaces(opened.run)
         open_run = episode_run_open(
             contract_version=leak_world.contract_version,
             metadata=RunMetadata(agent_name="episode-open"),

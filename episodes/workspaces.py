@@ -1,0 +1,530 @@
+"""Live workspaces of terminal_task and repo_patch episodes, on the worker's side.
+
+Each episode owns a folder under SECUREBENCH_EPISODE_WORKSPACE_DIR (its name, set at the first
+reset, is stored on the episode) holding the workspace as a tar snapshot; ``verifiers.live``
+lays it out, runs each action in a fresh sandbox over it and builds the candidate from it.
+Everything here runs on a worker (the ``actions`` queue), never in the web process: the
+web queues steps (episodes.actions) and reads what they gave.
+
+What an action shows the agent is NOT scrubbed of the task's sealed values: nothing sealed
+is ever in a workspace sandbox (verifiers.live lays out public files only), so all it can
+print comes from the public lane or the agent itself — and a ``<redacted>`` in place of a
+string the agent printed would tell it that the string is sealed (an oracle for hidden
+answers). The trajectory shows it to the run's owner, who sees the agent's candidates too.
+
+When the episode ends its candidate is collected here — the snapshot's files for a terminal
+task, the diff against the base commit for a repository — checked against the contract's
+surfaces, recorded through the run's pipeline, and the folder is destroyed.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import secrets
+import stat
+import time
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from episodes import lifecycle, objectives, wire
+from episodes.actions import STALE_HEARTBEAT_SECONDS
+from episodes.budgets import episode_budgets
+from episodes.models import Episode, EpisodeStatus, Step, StepState
+from episodes.progress import StepProgress, episode_still_wants
+from episodes.tools import BASH, LIST_FILES, READ_FILE, WORKSPACE_KINDS, WRITE_FILE
+from packs.selectors import evaluator_task_lanes
+from runs.pipeline import worker_sandbox
+from runs.services import LiveRefusal, run_record_live_candidate
+from verifiers import live
+from verifiers.contract_surfaces import surface_violations
+from verifiers.families import FAMILIES
+from verifiers.sandbox import Sandbox, SandboxUnavailable
+from verifiers.task import Candidate, TaskLanes
+from verifiers.verdict import Reason
+
+logger = logging.getLogger(__name__)
+# A reset or an ending waits this long for the episode's running action to stop (its
+# watcher kills it within a second; a dead worker's step is past its heartbeat by then).
+QUIET_SECONDS = 15.0
+# The reaper sends a lost collection again after this, and gives up (missing candidate)
+# after the second.
+COLLECT_RETRY_SECONDS = 60
+COLLECT_GIVE_UP_SECONDS = 600
+WORKSPACE_FAMILIES = tuple(
+    name for name, spec in FAMILIES.items() if spec.candidate_kind in WORKSPACE_KINDS
+)
+
+
+# --- where a workspace lives -----------------------------------------------------------------
+
+
+def new_folder_name(episode_id: int) -> str:
+    """The episode's folder: its id (for the reaper) and a random part (never reused)."""
+    return f"{episode_id}-{secrets.token_hex(8)}"
+
+
+def workspace_root() -> Path:
+    return Path(settings.SECUREBENCH_EPISODE_WORKSPACE_DIR)
+
+
+def folder_of(episode: Episode) -> Path | None:
+    name = episode.workspace_folder
+    if not name or "/" in name or name.startswith("."):
+        return None
+    return workspace_root() / name
+
+
+def workspace_limits() -> live.WorkspaceLimits:
+    return live.WorkspaceLimits(
+        workspace_bytes=settings.SECUREBENCH_EPISODE_WORKSPACE_BYTES,
+        workspace_files=settings.SECUREBENCH_EPISODE_WORKSPACE_FILES,
+        command_seconds_default=float(settings.SECUREBENCH_EPISODE_COMMAND_SECONDS),
+        command_seconds_max=float(settings.SECUREBENCH_EPISODE_COMMAND_MAX_SECONDS),
+    )
+
+
+def workspace_of(episode: Episode, lanes: TaskLanes, backend: str) -> live.LiveWorkspace:
+    folder = folder_of(episode)
+    if folder is None:
+        raise live.WorkspaceUnsupported("this episode has no workspace yet: call cube/reset")
+    workspace_root_ready()
+    return live.plan_live_workspace(lanes, backend, folder, workspace_limits())
+
+
+def workspace_root_ready() -> Path:
+    """The workspaces' folder, created if missing, and refused unless it is a real folder of
+    ours: the default lies in the shared temp folder, where anyone could have made it first."""
+    root = workspace_root()
+    try:
+        root.parent.mkdir(parents=True, exist_ok=True)
+        # Traversable, not listable: the sandbox's uid reaches the read-only asset copies
+        # inside an episode's folder by their path, and must not see which episodes exist.
+        root.mkdir(mode=0o711)
+        root.chmod(0o711)
+    except FileExistsError:
+        pass
+    info = root.lstat()
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o022:
+        logger.error("live workspaces: %s is not a folder of ours alone; refusing it", root)
+        raise live.WorkspaceUnsupported(
+            "the site cannot lay out workspaces right now (its operator was told why)"
+        )
+    return root
+
+
+def unreachable_ancestor(folder: Path) -> Path | None:
+    """The first folder on the way to ``folder`` that the sandbox's unprivileged uid cannot
+    pass through (read-only asset copies are mounted from inside an episode's folder)."""
+    for ancestor in reversed(folder.resolve().parents):
+        try:
+            if not ancestor.stat().st_mode & 0o001:
+                return ancestor
+        except OSError:
+            return ancestor
+    return None
+
+
+def _unreachable_mounts(ws: live.LiveWorkspace) -> str:
+    if not ws.read_only_mounts:
+        return ""
+    blocked = unreachable_ancestor(ws.folder)
+    if blocked is None:
+        return ""
+    logger.error(
+        "live workspaces: %s is not traversable by the sandbox's uid, so read-only assets "
+        "cannot be mounted; give it o+x or point SECUREBENCH_EPISODE_WORKSPACE_DIR elsewhere",
+        blocked,
+    )
+    return "The site cannot lay out this task's read-only files (its operator was told why)."
+
+
+def destroy_workspace(episode: Episode) -> None:
+    folder = folder_of(episode)
+    if folder is not None:
+        live.destroy(folder)
+
+
+# --- one step --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StepResult:
+    """What a workspace step gave, to store in its row."""
+
+    obs: dict[str, Any]
+    backend: str = ""
+    files_written: tuple[str, ...] = ()
+    truncated: bool = False
+    end_note: str = ""  # set when the step ended the episode (its wall-time budget ran out)
+
+
+@dataclass
+class _Context:
+    step: Step
+    episode: Episode
+    lanes: TaskLanes
+    sandbox: Sandbox
+
+    @property
+    def tool_call_id(self) -> str | None:
+        return self.step.action_id or None
+
+
+def run_step(step: Step) -> StepResult:
+    """Run a claimed workspace step (a reset's seed, or a tool) and say what it gave."""
+    episode = Episode.objects.select_related("task", "episode_run__run__contract_version").get(
+        pk=step.episode_id
+    )
+    tool_call_id = step.action_id or None
+    sandbox = worker_sandbox()
+    if sandbox is None:
+        return StepResult(_error("SandboxUnavailable", _NO_SANDBOX, tool_call_id))
+    lanes = evaluator_task_lanes(episode.task)
+    context = _Context(step=step, episode=episode, lanes=lanes, sandbox=sandbox)
+    wanted = episode_still_wants(episode.pk, _reset_generation(step))
+    why = wanted()
+    if why:
+        return StepResult(_stopped(step, why, tool_call_id))
+    if step.method == "cube/reset":
+        _await_quiet(episode.pk, except_step=step.pk)
+    try:
+        with StepProgress(step, still_wanted=wanted) as progress:
+            result = _dispatch(context, progress)
+    except live.WorkspaceUnsupported as exc:
+        return StepResult(_error("WorkspaceUnsupported", str(exc), tool_call_id), sandbox.name)
+    except SandboxUnavailable:
+        logger.warning("workspace step %s: the sandbox could not start", step.pk, exc_info=True)
+        return StepResult(_error("SandboxUnavailable", _NO_SANDBOX, tool_call_id), sandbox.name)
+    except Exception:
+        # LiveWorkspaceError included: its message may name host paths; the log keeps it.
+        logger.exception("workspace step %s failed", step.pk)
+        message = "The site could not run this action (it logged why); try again."
+        return StepResult(_error("WorkspaceError", message, tool_call_id), sandbox.name)
+    if progress.stopped_because:
+        return StepResult(_stopped(step, progress.stopped_because, tool_call_id), sandbox.name)
+    return result
+
+
+_NO_SANDBOX = "No sandbox is available on this worker right now; try again."
+
+
+def _reset_generation(step: Step) -> int:
+    """How many resets the episode had when this step was made: a later reset stops it."""
+    return Step.objects.filter(
+        episode_id=step.episode_id, method="cube/reset", index__lte=step.index
+    ).count()
+
+
+def _dispatch(context: _Context, progress: StepProgress) -> StepResult:
+    step, episode = context.step, context.episode
+    ws = workspace_of(episode, context.lanes, context.sandbox.name)
+    if step.method == "cube/reset":
+        problem = _unreachable_mounts(ws)
+        if problem:
+            return StepResult(_error("WorkspaceError", problem, context.tool_call_id))
+        outcome = live.seed(context.sandbox, ws, context.lanes)
+        obs = objectives.workspace_first_observation(
+            episode.task,
+            episode.episode_run.run.contract_version.contract or {},
+            listing=_with_notes(outcome.text, outcome.notes),
+            workdir=ws.workdir,
+        )
+        return StepResult(obs, outcome.backend)
+    if not ws.snapshot.is_file():
+        message = "The workspace is not ready: call cube/reset to lay it out."
+        return StepResult(_error("NoWorkspace", message, context.tool_call_id))
+    arguments = step.arguments
+    if step.action == BASH:
+        cap = _remaining_budget(episode)
+        if cap is not None and cap <= 0:
+            return _budget_spent(context, "")
+        outcome = live.run_bash(
+            context.sandbox,
+            ws,
+            str(arguments["command"]),
+            arguments.get("timeout"),
+            on_output=progress.on_output,
+            wall_cap=cap,
+            cancel=progress.cancel,
+        )
+    elif step.action == READ_FILE:
+        outcome = live.read_file(
+            context.sandbox,
+            ws,
+            str(arguments["path"]),
+            arguments.get("offset"),
+            arguments.get("limit"),
+        )
+    elif step.action == WRITE_FILE:
+        outcome = live.write_file(
+            context.sandbox, ws, str(arguments["path"]), str(arguments["content"])
+        )
+    elif step.action == LIST_FILES:
+        outcome = live.list_files(context.sandbox, ws, arguments.get("path"))
+    else:
+        raise ValueError(f"not a workspace action: {step.action!r}")
+    return _outcome_result(context, outcome)
+
+
+def _with_notes(text: str, notes: tuple[str, ...] | list[str]) -> str:
+    """The outcome's notes (e.g. which host tools stood in for the image's) after its text."""
+    shown = [note for note in notes if note and note not in text]
+    if not shown:
+        return text
+    return text + "\n" + "\n".join(f"[note] {note}" for note in shown)
+
+
+def _outcome_result(context: _Context, outcome: live.ActionOutcome) -> StepResult:
+    text = _with_notes(outcome.text, outcome.notes)
+    if outcome.limit == "budget":
+        return _budget_spent(context, text, outcome)
+    content = wire.text_content(text, tool_call_id=context.tool_call_id)
+    err = None
+    if not outcome.ok:
+        err = wire.step_error(outcome.error_type or "ActionFailed", _first_line(text))
+    return StepResult(
+        wire.observation([content], err=err),
+        outcome.backend,
+        tuple(outcome.files_written),
+    )
+
+
+def _budget_spent(
+    context: _Context, text: str, outcome: live.ActionOutcome | None = None
+) -> StepResult:
+    budget = episode_budgets(context.episode).wall_time_seconds
+    note = f"the wall-time budget of {budget:g} s ran out while the command ran"
+    message = (
+        f"{text}\n\n" if text else ""
+    ) + f"Budget exhausted: {note}; the workspace as it stands is scored."
+    return StepResult(
+        wire.observation([wire.text_content(message, tool_call_id=context.tool_call_id)]),
+        outcome.backend if outcome else "",
+        tuple(outcome.files_written) if outcome else (),
+        truncated=True,
+        end_note=note,
+    )
+
+
+def _remaining_budget(episode: Episode) -> float | None:
+    """Seconds left of the episode's wall-time budget (None: the contract sets none)."""
+    budget = episode_budgets(episode).wall_time_seconds
+    if budget is None or episode.first_reset_at is None:
+        return None
+    return budget - (timezone.now() - episode.first_reset_at).total_seconds()
+
+
+def _first_line(text: str) -> str:
+    return text.strip().split("\n", 1)[0][:500]
+
+
+def _error(error_type: str, message: str, tool_call_id: str | None) -> dict[str, Any]:
+    return wire.observation(
+        [wire.text_content(f"Action failed — {error_type}: {message}", tool_call_id=tool_call_id)],
+        err=wire.step_error(error_type, message),
+    )
+
+
+def _stopped(step: Step, why: str, tool_call_id: str | None) -> dict[str, Any]:
+    message = f"This {step.action or 'reset'} was stopped: {why}."
+    return wire.observation(
+        [wire.text_content(message, tool_call_id=tool_call_id)],
+        err=wire.step_error("Stopped", message),
+    )
+
+
+def _await_quiet(episode_id: int, *, except_step: int | None) -> bool:
+    """Wait until no other action of the episode runs (a live one is being stopped by its
+    watcher); a step whose worker stopped beating is not waited for."""
+    deadline = time.monotonic() + QUIET_SECONDS
+    while True:
+        fresh = timezone.now() - timedelta(seconds=STALE_HEARTBEAT_SECONDS)
+        running = Step.objects.filter(
+            episode_id=episode_id, state=StepState.RUNNING, heartbeat_at__gte=fresh
+        )
+        if except_step is not None:
+            running = running.exclude(pk=except_step)
+        if not running.exists():
+            return True
+        if time.monotonic() >= deadline:
+            return False
+        time.sleep(0.1)
+
+
+def after_step(step: Step, result: StepResult) -> None:
+    """A step that spent the wall-time budget ends its episode, truncated (scored as it
+    stands). Called by the worker before the step is marked done, so that whoever reads the
+    finished step finds the episode already ending."""
+    if result.truncated:
+        lifecycle.episode_finish(
+            Episode.objects.get(pk=step.episode_id),
+            ending=EpisodeStatus.TRUNCATED,
+            note=result.end_note,
+        )
+
+
+# --- the ending: the candidate, its surfaces, the record ----------------------------------
+
+
+@dataclass(frozen=True)
+class Collected:
+    candidate: Candidate | None
+    changed: list[str]
+    notes: list[str]
+
+
+def workspace_collect(episode_id: int) -> bool:
+    """Build the ended episode's candidate from its workspace and record it (once); then
+    destroy the workspace. False when there was nothing to do or it must be tried again."""
+    episode = Episode.objects.select_related("task", "episode_run__run__contract_version").get(
+        pk=episode_id
+    )
+    if episode.status != EpisodeStatus.SCORING or episode.result_id is not None:
+        destroy_workspace(episode)
+        return False
+    _await_quiet(episode.pk, except_step=None)
+    try:
+        collected = _collected(episode)
+    except (SandboxUnavailable, live.LiveWorkspaceError):
+        logger.warning("episode %s: workspace not collected", episode.pk, exc_info=True)
+        return False  # the reaper sends the collection again (and gives up in the end)
+    _record(episode, collected)
+    destroy_workspace(episode)
+    from episodes import services  # noqa: PLC0415 - services imports lifecycle
+
+    services.episode_run_close_if_collected(episode.episode_run_id)
+    return True
+
+
+def _collected(episode: Episode) -> Collected:
+    folder = folder_of(episode)
+    if folder is None or not (folder / live.layout.SNAPSHOT).is_file():
+        return Collected(None, [], ["the workspace was never laid out"])
+    lanes = evaluator_task_lanes(episode.task)
+    inner = worker_sandbox()
+    if inner is None:
+        raise SandboxUnavailable("no sandbox on this worker")
+    ws = workspace_of(episode, lanes, inner.name)
+    if episode.task.family == "repo_patch":
+        patch, changed = live.repo_diff(inner, ws, lanes)
+        candidate = Candidate.of_patch(patch) if patch.strip() else None
+        return Collected(candidate, list(changed), [])
+    candidate, notes = live.workspace_candidate(ws)
+    return Collected(candidate, live.changed_paths(ws), list(notes))
+
+
+def _record(episode: Episode, collected: Collected) -> None:
+    contract = episode.episode_run.run.contract_version.contract or {}
+    violations = surface_violations(
+        collected.changed, contract.get("allowed_to_modify"), contract.get("read_only")
+    )
+    refusal = None
+    if violations and collected.candidate is not None:
+        refusal = LiveRefusal(
+            reason=Reason.CONTRACT_VIOLATION,
+            details={"contract_violations": violations, "changed_paths": len(collected.changed)},
+        )
+    with transaction.atomic():
+        locked = Episode.objects.select_for_update().select_related("episode_run__run", "task")
+        locked = locked.get(pk=episode.pk)
+        if locked.status != EpisodeStatus.SCORING or locked.result_id is not None:
+            return
+        usage = {"wall_seconds": round(locked.wall_seconds or 0.0, 3)}
+        usage["steps"] = float(locked.step_count)
+        result = run_record_live_candidate(
+            locked.episode_run.run, locked.task, collected.candidate, usage=usage, refusal=refusal
+        )
+        locked.result = result
+        locked.candidate_kind = collected.candidate.kind if collected.candidate else ""
+        locked.candidate_text = _candidate_text(collected)
+        if refusal is not None:
+            paths = "; ".join(violations)
+            note = f"contract violation: {paths}"
+            locked.end_note = (f"{locked.end_note}; {note}" if locked.end_note else note)[:300]
+        lifecycle.copy_verdict(locked, result)
+        locked.save()
+
+
+def _candidate_text(collected: Collected) -> str:
+    candidate = collected.candidate
+    if candidate is None:
+        return ""
+    if candidate.kind == "patch":
+        return candidate.text
+    return "\n".join(sorted(candidate.files))  # a workspace: its files, by path
+
+
+def collect_give_up(episode: Episode) -> None:
+    """A collection that never succeeded: the episode is scored with no candidate."""
+    _record(episode, Collected(None, [], ["the workspace could not be collected"]))
+    destroy_workspace(episode)
+
+
+# --- the reaper's part -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class WorkspaceReapReport:
+    collections_resent: int
+    collections_given_up: int
+    folders_removed: int
+
+
+def workspaces_reap(*, now: datetime | None = None) -> WorkspaceReapReport:
+    """Collections that were lost are sent again (or given up); folders of ended episodes
+    left behind (a worker died mid-step, a late step wrote after the end) are removed."""
+    from episodes import services, tasks  # noqa: PLC0415 - both import this module's callers
+
+    now = now or timezone.now()
+    stuck = Episode.objects.filter(
+        status=EpisodeStatus.SCORING,
+        result__isnull=True,
+        task__family__in=WORKSPACE_FAMILIES,
+        ended_at__lt=now - timedelta(seconds=COLLECT_RETRY_SECONDS),
+    ).select_related("task", "episode_run__run__contract_version")
+    resent = given_up = 0
+    for episode in stuck:
+        if episode.ended_at and episode.ended_at < now - timedelta(seconds=COLLECT_GIVE_UP_SECONDS):
+            collect_give_up(episode)
+            services.episode_run_close_if_collected(episode.episode_run_id)
+            given_up += 1
+        elif lifecycle.send_collect(episode.pk, tasks):
+            resent += 1
+    return WorkspaceReapReport(resent, given_up, _remove_leftover_folders())
+
+
+def _remove_leftover_folders() -> int:
+    root = workspace_root()
+    if not root.is_dir():
+        return 0
+    names = {entry.name: entry for entry in root.iterdir() if not entry.name.startswith(".")}
+    if not names:
+        return 0
+    keep = set(
+        Episode.objects.filter(workspace_folder__in=list(names))
+        .filter(status=EpisodeStatus.OPEN)
+        .values_list("workspace_folder", flat=True)
+    )
+    # Ended but not yet collected: the collection still needs the snapshot.
+    keep |= set(
+        Episode.objects.filter(
+            workspace_folder__in=list(names), status=EpisodeStatus.SCORING, result__isnull=True
+        ).values_list("workspace_folder", flat=True)
+    )
+    removed = 0
+    for name, entry in names.items():
+        if name in keep:
+            continue
+        try:
+            live.destroy(entry)
+            removed += 1
+        except OSError:
+            logger.warning("could not remove the workspace folder %s", entry, exc_info=True)
+    return removed
