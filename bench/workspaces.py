@@ -156,8 +156,10 @@ def bash_backends() -> set[str]:
 
 # --- (b) a 20-step repository episode -----------------------------------------------------
 
-STATS = "src/calc/stats.py"
-FIX_OLD = "return ordered[middle]"
+# Tool paths are relative to the workspace (/workspace); the repository is /workspace/repo.
+REPO = "repo"
+STATS = f"{REPO}/src/calc/stats.py"
+FIX_OLD = "    return items[middle]\n"
 
 
 def _repo_script(task: TaskClient, source: str) -> list[tuple[str, dict[str, Any]]]:
@@ -165,20 +167,23 @@ def _repo_script(task: TaskClient, source: str) -> list[tuple[str, dict[str, Any
     fixed = _fixed_median(source)
     looks: list[tuple[str, dict[str, Any]]] = [
         ("list_files", {}),
-        ("list_files", {"path": "src/calc"}),
-        ("read_file", {"path": "README.md"}),
-        ("bash", {"command": "git status --short && git log --oneline | head -3"}),
-        ("bash", {"command": "python3 -m pytest -q tests 2>&1 | tail -3"}),
-        ("bash", {"command": "grep -n 'def ' src/calc/stats.py"}),
-        ("read_file", {"path": "src/calc/__init__.py"}),
-        ("bash", {"command": "ls -la tests"}),
+        ("list_files", {"path": f"{REPO}/src/calc"}),
+        ("read_file", {"path": f"{REPO}/README.md"}),
+        ("bash", {"command": f"cd {REPO} && git status --short && git log --oneline | head -3"}),
+        ("bash", {"command": f"cd {REPO} && python3 -m pytest -q tests 2>&1 | tail -3"}),
+        ("bash", {"command": f"grep -n 'def ' {STATS}"}),
+        ("read_file", {"path": f"{REPO}/src/calc/__init__.py"}),
+        ("bash", {"command": f"ls -la {REPO}/tests"}),
         ("read_file", {"path": STATS, "offset": 0, "limit": 4000}),
         ("write_file", {"path": STATS, "content": fixed}),
-        ("bash", {"command": "git diff --stat"}),
-        ("bash", {"command": "python3 -m pytest -q tests 2>&1 | tail -3"}),
+        ("bash", {"command": f"cd {REPO} && git diff --stat"}),
+        ("bash", {"command": f"cd {REPO} && python3 -m pytest -q tests 2>&1 | tail -3"}),
     ]
     extra = REPO_STEPS - len(looks) - 1
-    looks += [("bash", {"command": f"echo check {n} && git status --short"}) for n in range(extra)]
+    looks += [
+        ("bash", {"command": f"echo check {n} && cd {REPO} && git status --short"})
+        for n in range(extra)
+    ]
     return looks
 
 
@@ -186,9 +191,9 @@ def _fixed_median(source: str) -> str:
     if FIX_OLD not in source:
         raise RuntimeError(f"{STATS} changed: the bench's fix no longer applies")
     fix = (
-        "if len(ordered) % 2 == 0:\n"
-        "        return (ordered[middle - 1] + ordered[middle]) / 2\n"
-        "    return ordered[middle]"
+        "    if len(items) % 2:\n"
+        "        return items[middle]\n"
+        "    return (items[middle - 1] + items[middle]) / 2\n"
     )
     return source.replace(FIX_OLD, fix, 1)
 
