@@ -384,3 +384,116 @@ def verdicts(records: Iterable[EpisodeRecord]) -> dict[str, tuple[str, str | Non
         record.task_id: (record.verdict["info"]["status"], record.verdict["info"].get("reason"))
         for record in records
     }
+
+
+# --- live workspaces (terminal_task, repo_patch) ----------------------------------------------
+
+WAIT_CALLS = 60  # `wait` calls at most for one action's rest (each waits a few seconds)
+TEXT_CONTENT = "cube.core.TextContent"
+
+
+def text_of(obs: dict[str, Any]) -> str:
+    """Every text content of an observation, in order, joined by newlines."""
+    return "\n".join(str(c["data"]) for c in obs["contents"] if c["_type"] == TEXT_CONTENT)
+
+
+def named_text(obs: dict[str, Any], name: str) -> str:
+    found = [c["data"] for c in obs["contents"] if c.get("name") == name]
+    assert found, (name, obs)
+    return str(found[0])
+
+
+@dataclass(frozen=True)
+class Acted:
+    """One workspace action as the agent saw it: the step's answer, then each ``wait``'s,
+    until the action had finished."""
+
+    outputs: list[dict[str, Any]]
+
+    @property
+    def first(self) -> dict[str, Any]:
+        return self.outputs[0]
+
+    @property
+    def last(self) -> dict[str, Any]:
+        return self.outputs[-1]
+
+    @property
+    def text(self) -> str:
+        return "\n".join(text_of(output["obs"]) for output in self.outputs)
+
+    @property
+    def error(self) -> dict[str, Any] | None:
+        """The StepError of the action itself (its final answer's)."""
+        return self.last["obs"]["error"]
+
+    @property
+    def waited(self) -> bool:
+        return len(self.outputs) > 1
+
+
+def still_running(output: dict[str, Any]) -> bool:
+    return bool(output["info"].get("running"))
+
+
+def act(task: CheckedTask, name: str, arguments: dict[str, Any] | None = None) -> Acted:
+    """A workspace tool call, then ``wait`` until the action has finished (info.running
+    false): a command longer than the answer window is answered with its output so far."""
+    outputs = [task.step(name, arguments)]
+    for _ in range(WAIT_CALLS):
+        if not still_running(outputs[-1]):
+            break
+        outputs.append(task.step("wait"))
+    assert not still_running(outputs[-1]), outputs[-1]
+    return Acted(outputs)
+
+
+def bash(task: CheckedTask, command: str, timeout: float | None = None) -> Acted:
+    arguments: dict[str, Any] = {"command": command}
+    if timeout is not None:
+        arguments["timeout"] = timeout
+    return act(task, "bash", arguments)
+
+
+def workspace_reset(task: CheckedTask) -> dict[str, Any]:
+    """cube/reset of a workspace episode, then ``wait`` while the workspace is still being
+    laid out; the reset's answer, and the observation that holds the file listing."""
+    answer = task.reset()
+    if answer["info"].get("running"):
+        settled_wait = act(task, "wait")
+        return {"reset": answer, "listing": settled_wait.last["obs"]}
+    return {"reset": answer, "listing": answer["obs"]}
+
+
+def workspace_reference(task: CheckedTask) -> dict[str, Any]:
+    """An oracle run's reference for a workspace task (structured: files, or a patch and the
+    repository's folder)."""
+    reference = task.privileged_info()
+    assert reference["_type"] == "cube.core.StructuredContent", reference
+    assert reference["name"] == "reference", reference
+    data = reference["data"]
+    assert isinstance(data, dict) and data.get("family") in ("terminal_task", "repo_patch")
+    return data
+
+
+def apply_reference(task: CheckedTask, data: dict[str, Any]) -> list[Acted]:
+    """What an oracle agent does with the reference: write the expected files, or apply the
+    gold patch in the repository with ``git apply`` (the patch given on stdin)."""
+    if data["family"] == "terminal_task":
+        done = [
+            act(task, "write_file", {"path": p, "content": c}) for p, c in data["files"].items()
+        ]
+        assert all(acted.error is None for acted in done), [a.last for a in done]
+        return done
+    patch = data["patch"] if data["patch"].endswith("\n") else data["patch"] + "\n"
+    end = f"SECUREBENCH_PATCH_{time.time_ns()}"
+    folder = "'" + str(data["repo_dir"]).replace("'", "'\\''") + "'"
+    applied = bash(task, f"cd {folder} && git apply --verbose <<'{end}'\n{patch}{end}\n")
+    assert applied.error is None and "[exit code 0]" in applied.text, applied.text[-3000:]
+    return [applied]
+
+
+def workspace_oracle_agent(task: CheckedTask, task_id: str) -> EpisodeRecord:
+    workspace_reset(task)
+    apply_reference(task, workspace_reference(task))
+    return finish(task, task_id, None)
