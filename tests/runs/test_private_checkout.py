@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from tests.runs.conftest import REPO_ROOT, bwrap_or_skip
-from verifiers.workspace import _PYTEST_MODULES
+from verifiers.sandbox.standins import PYTEST_MODULES
 
 pytestmark = pytest.mark.database_independent
 
@@ -54,7 +54,7 @@ def private_clone(tmp_path: Path) -> Path:
     shutil.copytree(REPO_ROOT, clone, ignore=shutil.ignore_patterns(*NOT_IN_A_CLONE))
     site = clone / ".venv-site"
     site.mkdir()
-    for name in _PYTEST_MODULES:
+    for name in PYTEST_MODULES:
         module = __import__(name)
         origin = Path(module.__file__)
         source = origin.parent if origin.name == "__init__.py" else origin
