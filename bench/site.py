@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import re
+import shutil
 import signal
 import socket
 import subprocess
@@ -19,6 +20,7 @@ from types import TracebackType
 import requests
 
 from bench.common import REPO_ROOT, django_env, manage
+from securebench_site.paths import default_episode_workspace_dir
 
 ADMIN_USERNAME = "admin"
 
@@ -112,6 +114,12 @@ class SiteProcess:
         for pid in self.worker_pids():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
+        # Workspaces of episodes still open when the site stopped (they live outside the
+        # data folder, which its user removes).
+        workspaces = self.env.get("SECUREBENCH_EPISODE_WORKSPACE_DIR") or str(
+            default_episode_workspace_dir(Path(self.env["SECUREBENCH_DATA_DIR"]))
+        )
+        shutil.rmtree(workspaces, ignore_errors=True)
 
     def admin_password(self) -> str:
         """The first admin's password, printed once by `setup_site`; waits for the web server

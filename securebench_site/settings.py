@@ -8,7 +8,6 @@ set; production sets ``DATABASE_URL``, ``CELERY_BROKER_URL``, ``SECRET_KEY`` and
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import os
 import secrets
 import tempfile
@@ -18,6 +17,8 @@ from pathlib import Path
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
+
+from securebench_site.paths import default_episode_workspace_dir
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -526,15 +527,10 @@ SECUREBENCH_EPISODE_ACTION_GRACE_SECONDS = 6.0
 
 # Live workspaces (terminal_task, repo_patch episodes): one folder per episode, holding the
 # workspace as a tar snapshot (never extracted on the host); every action is a fresh sandbox.
-# Default: a folder of this site's own in the system temp folder (named after the data folder,
-# so that two sites never share one: each one's reaper removes what its database does not
-# know). Workspaces live only as long as their episodes, and bubblewrap's unprivileged uid
-# must be able to pass through every folder on the path to mount read-only assets: a data
-# folder under a home folder (0700 on many systems) would not do.
+# Default: a folder of the site's own in the system temp folder (securebench_site.paths says
+# why not under the data folder).
 SECUREBENCH_EPISODE_WORKSPACE_DIR = Path(
-    env_str("SECUREBENCH_EPISODE_WORKSPACE_DIR")
-    or Path(tempfile.gettempdir())
-    / f"securebench-episodes-{hashlib.sha256(str(DATA_DIR.resolve()).encode()).hexdigest()[:12]}"
+    env_str("SECUREBENCH_EPISODE_WORKSPACE_DIR") or default_episode_workspace_dir(DATA_DIR)
 ).resolve()
 # Per episode: the workspace's size, and how many files it may hold beyond the seed's own.
 SECUREBENCH_EPISODE_WORKSPACE_BYTES = env_int("SECUREBENCH_EPISODE_WORKSPACE_BYTES", 256 * 2**20)

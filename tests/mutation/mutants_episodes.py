@@ -15,6 +15,10 @@ LIFECYCLE_TESTS = "tests/episodes/test_lifecycle.py"
 LEAK_TESTS = "tests/security/test_leak_episodes.py"
 VIEWS = "episodes/views.py"
 PAGE_TESTS = "tests/episodes/test_pages.py"
+WORKSPACES = "episodes/workspaces.py"
+HELPER_OPS = "verifiers/live/helper_ops.py"
+LIVE_WORKSPACE_TESTS = "tests/episodes/test_live_workspaces.py"
+ESCAPE_TESTS = "tests/security/test_episode_workspace_escapes.py"
 
 EPISODE_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
@@ -134,5 +138,22 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         find="    if mode is None or not session_key:",
         replace="    if False:",
         tests=(PAGE_TESTS, "-k oracle_run_is_refused_without_debug_mode"),
+    ),
+    Mutant(
+        id="workspace-contract-surfaces",
+        module=WORKSPACES,
+        defence="a workspace change outside allowed_to_modify or to read_only fails the task",
+        find="    if violations and collected.candidate is not None:",
+        replace="    if False:",
+        tests=(LIVE_WORKSPACE_TESTS, "-k contract_forbids"),
+    ),
+    Mutant(
+        id="workspace-link-out-refused",
+        module=HELPER_OPS,
+        defence="a file tool never follows a link that leaves the workspace",
+        find="        if not self.inside(real):",
+        replace="        if False:",
+        tests=(ESCAPE_TESTS, "-k symlink_out_of_the_workspace"),
+        fast=True,
     ),
 )

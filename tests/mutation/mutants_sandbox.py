@@ -108,8 +108,8 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
         id="docker-work-size",
         module=DOCKER,
         defence="Docker's work dir tmpfs is capped at work_bytes (not another cap)",
-        find="spec.workdir: _tmpfs_opts(lim.work_bytes, owner=SANDBOX_UID",
-        replace="spec.workdir: _tmpfs_opts(lim.tmp_bytes, owner=SANDBOX_UID",
+        find="                        lim.work_bytes,\n                        owner=SANDBOX_UID,",
+        replace="                        lim.tmp_bytes,\n                        owner=SANDBOX_UID,",
         tests=MOUNTS_DOCKER,
     ),
     Mutant(
@@ -237,8 +237,8 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
         id="docker-sandbox-uid",
         module=DOCKER,
         defence="every exec runs as the unprivileged uid 65534",
-        find='            user=f"{SANDBOX_UID}:{SANDBOX_UID}",\n',
-        replace='            user="0:0",\n',
+        find='            user=user or f"{SANDBOX_UID}:{SANDBOX_UID}",\n',
+        replace='            user=user or "0:0",\n',
         tests=ISOLATION_DOCKER,
     ),
     Mutant(
