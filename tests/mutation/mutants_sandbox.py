@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from tests.mutation.engine import Mutant
 
+WORK_SIZE_INDENT = " " * 24  # the work dir tmpfs options in docker.py
+
 BWRAP = "verifiers/sandbox/bwrap.py"
 WRAPPER = "verifiers/sandbox/bwrap_wrapper.py"
 CAPTURE = "verifiers/sandbox/capture.py"
@@ -108,8 +110,8 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
         id="docker-work-size",
         module=DOCKER,
         defence="Docker's work dir tmpfs is capped at work_bytes (not another cap)",
-        find="                        lim.work_bytes,\n                        owner=SANDBOX_UID,",
-        replace="                        lim.tmp_bytes,\n                        owner=SANDBOX_UID,",
+        find=f"{WORK_SIZE_INDENT}lim.work_bytes,\n{WORK_SIZE_INDENT}owner=SANDBOX_UID,",
+        replace=f"{WORK_SIZE_INDENT}lim.tmp_bytes,\n{WORK_SIZE_INDENT}owner=SANDBOX_UID,",
         tests=MOUNTS_DOCKER,
     ),
     Mutant(
