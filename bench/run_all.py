@@ -1,16 +1,19 @@
 """`make bench`: every workload (issue 6's six, issue 11's episodes, issue 12's live
 workspaces), each in a process of its own, then one table.
 
-    python -m bench.run_all [--smoke] [--only import_pack,pages] [--json FILE]
+    python -m bench.run_all [--smoke] [--only import_pack,pages] [--json FILE] [--jobs N]
 
 Each benchmark module starts its own site (`make run` on a free port, fresh data folder)
 where it needs one, so workloads never see each other's data. The table printed at the end
-is Markdown, ready for bench/RESULTS.md, headed by the machine it ran on.
+is Markdown, ready for bench/RESULTS.md, headed by the machine it ran on. `--jobs 2` runs two
+modules at once: only for `--smoke`, which checks the scripts (figures measured side by side
+with another workload would mean nothing, so a real run refuses it).
 """
 
 from __future__ import annotations
 
 import argparse
+import concurrent.futures
 import json
 import subprocess
 import sys
@@ -55,16 +58,26 @@ def main() -> int:
     parser.add_argument("--smoke", action="store_true", help="tiny sizes: checks the scripts")
     parser.add_argument("--only", default="", help="comma-separated module names")
     parser.add_argument("--json", type=Path, help="also write every figure to this file")
+    parser.add_argument("--jobs", type=int, default=1, help="modules at once (--smoke only)")
     options = parser.parse_args()
+    if options.jobs < 1 or (options.jobs > 1 and not options.smoke):
+        parser.error("--jobs above 1 is only for --smoke: measurements run one at a time")
     chosen = [name for name in options.only.split(",") if name] or list(MODULES)
     unknown = sorted(set(chosen) - set(MODULES))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; known: {', '.join(MODULES)}")
     figures: list[Figure] = []
     failures: list[str] = []
-    with tempfile.TemporaryDirectory(prefix="securebench-bench-") as tmp:
-        for module in chosen:
-            found, failure = run_module(module, smoke=options.smoke, folder=Path(tmp))
+    with (
+        tempfile.TemporaryDirectory(prefix="securebench-bench-") as tmp,
+        concurrent.futures.ThreadPoolExecutor(max_workers=options.jobs) as pool,
+    ):
+        runs = [
+            pool.submit(run_module, module, smoke=options.smoke, folder=Path(tmp))
+            for module in chosen
+        ]
+        for run in runs:  # in the workloads' order, whichever finished first
+            found, failure = run.result()
             figures += found
             if failure:
                 failures.append(failure)
