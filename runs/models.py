@@ -59,6 +59,11 @@ class Run(models.Model):
     over_budget = models.BooleanField(default=False)
     budget_notes = models.JSONField(default=list)
     candidate_count = models.PositiveIntegerField(default=0)
+    # Whether the run satisfies its contract (runs.validity): no candidate broke a rule and
+    # the run is within budget. Fixed when the run is submitted or closed; the reasons say
+    # which rule each invalid candidate broke. Only valid runs are ranked.
+    valid = models.BooleanField(default=True)
+    invalid_reasons = models.JSONField(default=list)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -83,10 +88,17 @@ class Candidate(models.Model):
     files = models.JSONField(default=dict)
     usage = models.JSONField(default=dict)
     line = models.PositiveIntegerField(null=True, blank=True)
+    # Several candidates per task (for pass@k) are numbered 0, 1, … within the task.
+    sample = models.PositiveIntegerField(default=0)
+    # The contract rules this candidate broke, found before any verifier ran
+    # ([{"rule", "paths", "message"}]); empty when it satisfies the contract.
+    contract_violations = models.JSONField(default=list)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["run", "task"], name="one_candidate_per_task"),
+            models.UniqueConstraint(
+                fields=["run", "task", "sample"], name="one_candidate_per_task_sample"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -122,6 +134,9 @@ class Evaluation(models.Model):
     ci_low = models.FloatField(null=True, blank=True)
     ci_high = models.FloatField(null=True, blank=True)
     family_summary = models.JSONField(default=dict)
+    # Every metric the evaluator emits ({name: {"value", "ci_low", "ci_high", ...}}), written
+    # with the summary; ``score`` is the evaluator's primary metric.
+    metrics = models.JSONField(default=dict)
     # The distinct failure reasons of the results, sorted; the results table offers them as a
     # filter. None until the evaluation is done (then pages read them from the results).
     failure_reasons = models.JSONField(null=True, blank=True)
@@ -173,6 +188,8 @@ class TaskResult(models.Model):
     # Copied from the task so that filters, charts and ordering need no join.
     family = models.CharField(max_length=64)
     position = models.PositiveIntegerField()
+    # The candidate's sample number (0 when a task has one candidate, or none).
+    sample = models.PositiveIntegerField(default=0)
     queue = models.CharField(max_length=16, choices=WorkQueue.choices)
     status = models.CharField(
         max_length=16, choices=ResultStatus.choices, default=ResultStatus.QUEUED
@@ -198,7 +215,9 @@ class TaskResult(models.Model):
     class Meta:
         ordering = ["evaluation", "position"]
         constraints = [
-            models.UniqueConstraint(fields=["evaluation", "task"], name="one_result_per_task"),
+            models.UniqueConstraint(
+                fields=["evaluation", "task", "sample"], name="one_result_per_task_sample"
+            ),
             models.CheckConstraint(
                 condition=~Q(status="running") | Q(lease_expires_at__isnull=False),
                 name="running_result_has_lease",
@@ -230,6 +249,7 @@ class AuditAction(models.TextChoices):
     API_RESULTS = "api_results", "read results with logs through the API"
     ORACLE_EPISODE_RUN = "oracle_episode_run", "opened an oracle episode run"
     EPISODE_PRIVILEGED_INFO = "episode_privileged_info", "an oracle episode read a reference"
+    VIEW_DIFF = "view_diff", "viewed sealed changes between versions"
 
 
 class AuditEvent(models.Model):
