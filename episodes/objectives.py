@@ -85,10 +85,11 @@ def first_observation(family: str, payload: dict[str, Any]) -> dict[str, Any]:
 
 
 def surfaces(contract: dict[str, Any]) -> dict[str, list[str]]:
-    """The contract's allowed and read-only paths (globs), as shown to the agent."""
+    """The contract's allowed and read-only paths (globs) and the outputs it requires, as
+    shown to the agent."""
     return {
         key: [item for item in contract.get(key) or [] if isinstance(item, str)]
-        for key in ("allowed_to_modify", "read_only")
+        for key in ("allowed_to_modify", "read_only", "required_outputs")
     }
 
 
@@ -96,12 +97,15 @@ def surfaces_text(contract: dict[str, Any]) -> str:
     shown = surfaces(contract)
     allowed = ", ".join(shown["allowed_to_modify"]) or "any path (the contract names none)"
     frozen = ", ".join(shown["read_only"]) or "none"
+    required = ", ".join(shown["required_outputs"]) or "none"
     return (
         "Contract surfaces (gitignore-style globs, relative to the workspace root; for a "
         "repository, to the repository's root):\n"
         f"- you may change: {allowed}\n"
         f"- read-only: {frozen}\n"
-        "A change outside them fails the task (contract_violation) at final_step."
+        f"- must exist when you finish: {required}\n"
+        "A change outside them, or a required output missing, fails the task "
+        "(contract_violation) at final_step."
     )
 
 

@@ -43,7 +43,7 @@ from packs.selectors import evaluator_task_lanes
 from runs.pipeline import worker_sandbox
 from runs.services import LiveRefusal, run_record_live_candidate
 from verifiers import live
-from verifiers.contract_surfaces import surface_violations
+from verifiers.contract_check import ContractViolation, candidate_violations
 from verifiers.families import FAMILIES
 from verifiers.sandbox import Sandbox, SandboxUnavailable
 from verifiers.task import Candidate, TaskLanes
@@ -422,14 +422,21 @@ def _collected(episode: Episode) -> Collected:
 
 def _record(episode: Episode, collected: Collected) -> None:
     contract = episode.episode_run.run.contract_version.contract or {}
-    violations = surface_violations(
-        collected.changed, contract.get("allowed_to_modify"), contract.get("read_only")
-    )
     refusal = None
-    if violations and collected.candidate is not None:
+    violations: list[ContractViolation] = []
+    if collected.candidate is not None:
+        # The live workspace knows exactly which paths changed (its seed files are not
+        # changes); required_outputs are looked for in the whole collected candidate.
+        violations = candidate_violations(
+            contract, episode.task.family, collected.candidate, changed_paths=collected.changed
+        )
+    if violations:
         refusal = LiveRefusal(
             reason=Reason.CONTRACT_VIOLATION,
-            details={"contract_violations": violations, "changed_paths": len(collected.changed)},
+            details={
+                "contract_violations": [violation.as_dict() for violation in violations],
+                "changed_paths": len(collected.changed),
+            },
         )
     with transaction.atomic():
         locked = Episode.objects.select_for_update().select_related("episode_run__run", "task")
@@ -445,8 +452,8 @@ def _record(episode: Episode, collected: Collected) -> None:
         locked.candidate_kind = collected.candidate.kind if collected.candidate else ""
         locked.candidate_text = _candidate_text(collected)
         if refusal is not None:
-            paths = "; ".join(violations)
-            note = f"contract violation: {paths}"
+            broken = "; ".join(violation.message for violation in violations)
+            note = f"contract violation: {broken}"
             locked.end_note = (f"{locked.end_note}; {note}" if locked.end_note else note)[:300]
         lifecycle.copy_verdict(locked, result)
         locked.save()

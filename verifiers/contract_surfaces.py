@@ -31,7 +31,8 @@ class _Glob:
         return self.spec.match_file(path)
 
 
-def _globs(patterns: Iterable[object]) -> list[_Glob]:
+def compile_globs(patterns: Iterable[object]) -> list[_Glob]:
+    """The usable globs of a contract list (non-strings and blanks are skipped)."""
     globs: list[_Glob] = []
     for pattern in patterns:
         if not isinstance(pattern, str) or not pattern.strip():
@@ -52,25 +53,53 @@ def normalised_path(path: str) -> str:
     return "" if cleaned == "." else cleaned
 
 
+@dataclass(frozen=True)
+class SurfaceHit:
+    """One changed path the contract forbids: ``rule`` is ``read_only`` (``pattern`` is the
+    glob it matched) or ``allowed_to_modify`` (it matched none of them; ``pattern`` None)."""
+
+    path: str
+    rule: str
+    pattern: str | None = None
+
+
+def surface_hits(
+    changed_paths: Iterable[str],
+    allowed_to_modify: Iterable[object] | None,
+    read_only: Iterable[object] | None,
+) -> list[SurfaceHit]:
+    """Every changed path the contract forbids, sorted by path; read_only wins over allowed."""
+    allowed = compile_globs(allowed_to_modify or [])
+    frozen = compile_globs(read_only or [])
+    hits: list[SurfaceHit] = []
+    for path in sorted({normalised_path(raw) for raw in changed_paths}):
+        if not path:
+            continue
+        hit = next((glob for glob in frozen if glob.matches(path)), None)
+        if hit is not None:
+            hits.append(SurfaceHit(path, "read_only", hit.pattern))
+        elif allowed and not any(glob.matches(path) for glob in allowed):
+            hits.append(SurfaceHit(path, "allowed_to_modify"))
+    return hits
+
+
+def more_note(hidden: int) -> str:
+    """What stands for the paths past MAX_NAMED."""
+    return f"… and {hidden} more path{'s' if hidden != 1 else ''}"
+
+
 def surface_violations(
     changed_paths: Iterable[str],
     allowed_to_modify: Iterable[object] | None,
     read_only: Iterable[object] | None,
 ) -> list[str]:
     """One sentence per changed path the contract forbids, naming the path and the rule."""
-    allowed = _globs(allowed_to_modify or [])
-    frozen = _globs(read_only or [])
-    problems: list[str] = []
-    for raw in sorted(set(changed_paths)):
-        path = normalised_path(raw)
-        if not path:
-            continue
-        hit = next((glob for glob in frozen if glob.matches(path)), None)
-        if hit is not None:
-            problems.append(f"{path}: read-only (matches {hit.pattern!r})")
-        elif allowed and not any(glob.matches(path) for glob in allowed):
-            problems.append(f"{path}: outside allowed_to_modify")
+    problems = [
+        f"{hit.path}: read-only (matches {hit.pattern!r})"
+        if hit.rule == "read_only"
+        else f"{hit.path}: outside allowed_to_modify"
+        for hit in surface_hits(changed_paths, allowed_to_modify, read_only)
+    ]
     if len(problems) > MAX_NAMED:
-        hidden = len(problems) - MAX_NAMED
-        problems = [*problems[:MAX_NAMED], f"… and {hidden} more path{'s' if hidden != 1 else ''}"]
+        problems = [*problems[:MAX_NAMED], more_note(len(problems) - MAX_NAMED)]
     return problems

@@ -208,7 +208,13 @@ def test_a_repo_agent_that_edits_the_read_only_tests_fails_naming_the_path(
     opened, task = one_task(live, built.repo.pack_id, agent="test editor")
     got = workspace_reset(task)
     surfaces = [c["data"] for c in got["reset"]["obs"]["contents"] if c.get("name") == "surfaces"]
-    assert surfaces == [{"allowed_to_modify": ["wordcount/"], "read_only": ["tests/", INIT_PATH]}]
+    assert surfaces == [
+        {
+            "allowed_to_modify": ["wordcount/"],
+            "read_only": ["tests/", INIT_PATH],
+            "required_outputs": [],
+        }
+    ]
     assert f"read-only: tests/, {INIT_PATH}" in named_text(got["reset"]["obs"], "rules")
     # The real fix, plus a weakened test: the tests pass in the workspace…
     assert (

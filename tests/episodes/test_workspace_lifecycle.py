@@ -251,6 +251,25 @@ def test_a_repository_episode_that_edits_its_tests_fails_with_the_path_named(
     assert (row["status"], row["failure_reason"]) == ("failed", "contract_violation")
 
 
+def test_a_terminal_episode_that_leaves_out_a_required_output_fails_naming_it(
+    live: LiveSite, tmp_path: Path
+):
+    contract = {"required_outputs": ["build/VERSION", "build/NOTES.md"]}
+    pack = copy_pack(EXAMPLES / "terminal-files", tmp_path, "files-outputs", contract=contract)
+    live.import_pack(pack)
+    run_id, task = spawn(live, "files-outputs", "files-outputs/version-file")
+    first = task.reset()
+    assert "must exist when you finish: build/VERSION, build/NOTES.md" in texts(first)
+    # What the checker wants, but not the second output the contract requires.
+    task.step("bash", {"command": "mkdir -p build && printf '1.4.2\\n' > build/VERSION"})
+    verdict = settled(task, task.step("final_step"))
+    assert verdict["info"]["status"] == "failed", verdict
+    assert verdict["info"]["reason"] == "contract_violation", verdict
+    assert "build/NOTES.md" in verdict["info"]["note"]
+    row = live.results(run_id)["files-outputs/version-file"]
+    assert (row["status"], row["failure_reason"]) == ("failed", "contract_violation")
+
+
 # --- the wall-time budget --------------------------------------------------------------------
 
 

@@ -143,8 +143,8 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         id="workspace-contract-surfaces",
         module=WORKSPACES,
         defence="a workspace change outside allowed_to_modify or to read_only fails the task",
-        find="    if violations and collected.candidate is not None:",
-        replace="    if False:",
+        find="    if violations:\n        refusal = LiveRefusal(",
+        replace="    if False:\n        refusal = LiveRefusal(",
         tests=(LIVE_WORKSPACE_TESTS, "-k contract_forbids"),
     ),
     Mutant(
