@@ -35,6 +35,7 @@ MODULES = (
     "episodes",
     "workspaces",
     "workspaces_docker",
+    "pass_at_k",
 )
 
 

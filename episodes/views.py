@@ -37,6 +37,7 @@ from packs import selectors as pack_selectors
 from packs.models import ContractVersion
 from runs import access, privileged
 from runs import selectors as run_selectors
+from runs.evaluators import scoring_problem
 from runs.models import AuditAction, Run, RunSource, TaskResult
 from runs.services import RunMetadata
 
@@ -60,6 +61,9 @@ def episode_run_open_view(request: HttpRequest, pack_id: str, version: int) -> H
         return _open_page(request, contract_version, EpisodeRunForm())
     form = EpisodeRunForm(request.POST)
     if not form.is_valid():
+        return _open_page(request, contract_version, form, status=400)
+    if (problem := scoring_problem(contract_version.contract)) is not None:
+        form.add_error(None, problem)
         return _open_page(request, contract_version, form, status=400)
     oracle = None
     if form.cleaned_data["oracle"]:

@@ -42,6 +42,7 @@ from runs.api_serializers import (
     EvaluationStatusOutput,
     EvaluationSummaryOutput,
     PrivilegedTaskResultOutput,
+    ReevaluateInput,
     ResultFilter,
     RunCreatedOutput,
     RunDetailOutput,
@@ -49,10 +50,12 @@ from runs.api_serializers import (
     RunMetadataInput,
     RunOutput,
     TaskResultOutput,
+    evaluation_metrics,
     evaluation_url,
     no_counts,
 )
 from runs.bundle import BundleRejected, ParsedBundle, parse_bundle_file, parse_candidate_objects
+from runs.evaluators import EvaluatorNotAllowed
 from runs.models import AuditAction, Evaluation, ResultStatus, Run, RunMode, RunSource, TaskResult
 from runs.services import (
     RunAlreadySubmitted,
@@ -176,11 +179,14 @@ def _queued_body(request: Request, run: Run, evaluation: Evaluation) -> dict[str
     return {
         "run": run.pk,
         "evaluation": evaluation.number,
+        "evaluator": evaluation.evaluator,
         "status": evaluation.status,
         "status_url": evaluation_url(request, "api-evaluation", evaluation),
         "results_url": evaluation_url(request, "api-evaluation-results", evaluation),
         "over_budget": run.over_budget,
         "budget_notes": run.budget_notes,
+        "valid": run.valid,
+        "invalid_reasons": run.invalid_reasons,
     }
 
 
@@ -469,21 +475,34 @@ class RunEvaluationsApi(RunApiView):
 
     @extend_schema(
         operation_id="run_reevaluate",
-        request=None,
+        request=ReevaluateInput,
         responses={
             202: EvaluationQueuedOutput,
+            400: OpenApiResponse(
+                description="A scorer the version does not allow, or that is unknown: "
+                '{"evaluator": [message naming the allowed ones]}.'
+            ),
             403: OpenApiResponse(description="No runs.add_evaluation permission."),
             409: OpenApiResponse(description="The run is not submitted yet."),
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
         run = get_object_or_404(_runs(request), pk=run_id)
+        payload = ReevaluateInput(data=request.data)
+        payload.is_valid(raise_exception=True)
         if not run.is_submitted:
             return Response(
                 {"detail": f"Run {run.pk} is not submitted yet; submit it first."},
                 status=status.HTTP_409_CONFLICT,
             )
-        evaluation = evaluation_create(run, created_by=request.user)
+        try:
+            evaluation = evaluation_create(
+                run,
+                created_by=request.user,
+                evaluator=payload.validated_data.get("evaluator") or None,
+            )
+        except EvaluatorNotAllowed as refused:
+            return Response({"evaluator": [str(refused)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(_queued_body(request, run, evaluation), status=202)
 
 
@@ -495,6 +514,7 @@ class EvaluationStatusApi(RunApiView):
             "run": evaluation.run_id,
             "evaluation": evaluation.number,
             "evaluator": evaluation.evaluator,
+            "metrics": evaluation_metrics(evaluation),
             "status": evaluation.status,
             "done": evaluation.is_done,
             "total": evaluation.total,
@@ -530,6 +550,7 @@ class EvaluationResultsApi(RunApiView):
         # Logs are never loaded, let alone serialised, unless privileged (debug mode only).
         fields = [
             "task__task_id",
+            "sample",
             "family",
             "status",
             "score",
@@ -544,7 +565,7 @@ class EvaluationResultsApi(RunApiView):
             TaskResult.objects.filter(evaluation=evaluation, **filters.validated_data)
             .select_related("task")
             .only(*fields, *(("stdout", "stderr") if mode else ()))
-            .order_by("position")
+            .order_by("position", "sample")
         )
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(results, request, view=self)

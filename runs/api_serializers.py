@@ -15,6 +15,7 @@ from rest_framework.request import Request
 
 from packs.models import ContractVersion
 from runs.bundle import USAGE_KEYS
+from runs.evaluators import EVALUATORS, scoring_problem, stored_metrics
 from runs.models import Evaluation, ResultStatus, Run, RunMode, TaskResult
 from runs.selectors import public_detail_counts
 
@@ -58,13 +59,17 @@ class UsageField(serializers.DictField):
 
 
 def contract_version_or_errors(pack: str, version: int) -> ContractVersion:
-    """The contract version a run targets; unknown ones are a 400 naming the field."""
+    """The contract version a run targets; unknown ones, and ones whose contract allows no
+    scorer this site knows (runs.evaluators), are a 400 naming the field."""
     contract_version = (
         ContractVersion.objects.select_related("pack")
         .filter(pack__pack_id=pack, version=version)
         .first()
     )
     if contract_version is not None:
+        problem = scoring_problem(contract_version.contract)
+        if problem is not None:
+            raise serializers.ValidationError({"version": [problem]})
         return contract_version
     versions = list(
         ContractVersion.objects.filter(pack__pack_id=pack)
@@ -122,6 +127,14 @@ class RunOutput(serializers.Serializer):
     usage = serializers.DictField()
     over_budget = serializers.BooleanField()
     budget_notes = serializers.ListField(child=serializers.CharField())
+    valid = serializers.BooleanField(
+        help_text="Whether the run keeps its contract: no candidate broke a rule and it is "
+        "within budget (fixed at submission). Only valid runs are ranked."
+    )
+    invalid_reasons = serializers.ListField(
+        child=serializers.CharField(),
+        help_text='Why it is invalid: "task T sample S: rule: paths", then "over budget: ...".',
+    )
     urls = serializers.SerializerMethodField()
 
     def get_urls(self, run: Run) -> dict[str, str]:
@@ -157,11 +170,44 @@ class CountsOutput(serializers.Serializer):
     pending = serializers.IntegerField()
 
 
+class MetricOutput(serializers.Serializer):
+    value = serializers.FloatField(allow_null=True)
+    ci_low = serializers.FloatField(allow_null=True, help_text="95 % interval, low end")
+    ci_high = serializers.FloatField(allow_null=True, help_text="95 % interval, high end")
+    k = serializers.IntegerField(required=False, help_text="pass@k metrics only")
+
+
+class MetricsField(serializers.DictField):
+    """Every metric of a done evaluation's scorer, by name ({} until it is done)."""
+
+    child = MetricOutput()
+
+
+def evaluation_metrics(evaluation: Evaluation) -> dict[str, dict[str, Any]]:
+    if not evaluation.is_done:
+        return {}
+    shown = stored_metrics(
+        evaluation.evaluator,
+        evaluation.metrics,
+        score=evaluation.score,
+        ci_low=evaluation.ci_low,
+        ci_high=evaluation.ci_high,
+    )
+    return {name: value.as_json() for name, value in shown}
+
+
+EVALUATOR_HELP = (
+    "The scorer (runs.evaluators), as name@version; score, ci_low and ci_high are its "
+    "primary metric, metrics holds them all."
+)
+
+
 class EvaluationSummaryOutput(serializers.Serializer):
     """One evaluation in a list; ``counts`` come from the context (one grouped query)."""
 
     number = serializers.IntegerField()
-    evaluator = serializers.CharField()
+    evaluator = serializers.CharField(help_text=EVALUATOR_HELP)
+    metrics = serializers.SerializerMethodField()
     status = serializers.CharField()
     done = serializers.BooleanField(source="is_done")
     total = serializers.IntegerField()
@@ -177,6 +223,10 @@ class EvaluationSummaryOutput(serializers.Serializer):
     @extend_schema_field(CountsOutput)
     def get_counts(self, evaluation: Evaluation) -> dict[str, int]:
         return self.context["counts"].get(evaluation.pk, no_counts())
+
+    @extend_schema_field(MetricsField)
+    def get_metrics(self, evaluation: Evaluation) -> dict[str, dict[str, Any]]:
+        return evaluation_metrics(evaluation)
 
     def get_status_url(self, evaluation: Evaluation) -> str:
         return evaluation_url(self.context["request"], "api-evaluation", evaluation)
@@ -196,7 +246,8 @@ class RunDetailOutput(RunOutput):
 class EvaluationStatusOutput(serializers.Serializer):
     run = serializers.IntegerField()
     evaluation = serializers.IntegerField()
-    evaluator = serializers.CharField()
+    evaluator = serializers.CharField(help_text=EVALUATOR_HELP)
+    metrics = MetricsField()
     status = serializers.CharField()
     done = serializers.BooleanField()
     total = serializers.IntegerField()
@@ -212,6 +263,7 @@ class EvaluationStatusOutput(serializers.Serializer):
 
 class TaskResultOutput(serializers.Serializer):
     task_id = serializers.CharField(source="task.task_id")
+    sample = serializers.IntegerField(help_text="The candidate's sample number (0, 1, …).")
     family = serializers.CharField()
     status = serializers.CharField()
     score = serializers.FloatField()
@@ -235,6 +287,12 @@ class PrivilegedTaskResultOutput(TaskResultOutput):
 
 class CandidateLineDoc(serializers.Serializer):
     task_id = serializers.CharField()
+    sample = serializers.IntegerField(
+        required=False,
+        min_value=0,
+        help_text="Which of the task's candidates this is (default 0); one per (task, sample), "
+        "below the contract's budgets.attempts when set.",
+    )
     candidate = serializers.DictField(
         help_text='{"kind": "text"|"code"|"patch"|"workspace", ...} (see README: bundle format)'
     )
@@ -258,11 +316,23 @@ class CandidatesAddedOutput(serializers.Serializer):
 class EvaluationQueuedOutput(serializers.Serializer):
     run = serializers.IntegerField()
     evaluation = serializers.IntegerField()
+    evaluator = serializers.CharField(help_text="The scorer of this evaluation, name@version.")
     status = serializers.CharField()
     status_url = serializers.URLField()
     results_url = serializers.URLField()
     over_budget = serializers.BooleanField()
     budget_notes = serializers.ListField(child=serializers.CharField())
+    valid = serializers.BooleanField()
+    invalid_reasons = serializers.ListField(child=serializers.CharField())
+
+
+class ReevaluateInput(StrictSerializer):
+    evaluator = serializers.CharField(
+        required=False,
+        max_length=64,
+        help_text="The scorer, name@version, among those the run's contract version allows "
+        f"(default: the first; known here: {', '.join(EVALUATORS)}).",
+    )
 
 
 class BundleInput(StrictSerializer):
@@ -297,3 +367,4 @@ class RunFilter(serializers.Serializer):
 class ResultFilter(serializers.Serializer):
     status = serializers.ChoiceField(choices=ResultStatus.choices, required=False)
     family = serializers.CharField(required=False, max_length=64)
+    sample = serializers.IntegerField(required=False, min_value=0)

@@ -65,7 +65,11 @@ def check_budgets(
     run_usage: Mapping[str, Any],
     task_usages: Iterable[tuple[str, Mapping[str, Any]]],
     task_count: int,
+    *,
+    samples: int = 1,
 ) -> BudgetCheck:
+    """Each line's usage against the per-task budgets, and the run's total against the budget
+    × the tasks × the samples per task (each sample is an attempt of its own)."""
     notes: list[str] = []
     task_usages = list(task_usages)
     for task_id, usage in task_usages:
@@ -77,12 +81,14 @@ def check_budgets(
                     f"{_number(limit)} per task"
                 )
     totals = usage_totals(run_usage, (usage for _, usage in task_usages))
+    slots = task_count * max(1, samples)
+    per = f"{task_count} tasks" + (f" × {samples} samples" if samples > 1 else "")
     for key, limit in budgets.items():
         figure = usage_figure(totals, key)
-        if figure is not None and figure > limit * task_count:
+        if figure is not None and figure > limit * slots:
             notes.append(
                 f"the run used {_number(figure)} {UNITS[key]} in all, over the budget of "
-                f"{_number(limit * task_count)} for {task_count} tasks"
+                f"{_number(limit * slots)} for {per}"
             )
     if len(notes) > MAX_NOTES:
         notes = [*notes[:MAX_NOTES], f"… and {len(notes) - MAX_NOTES} more"]

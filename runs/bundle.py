@@ -1,6 +1,7 @@
 """Candidate bundles: JSON Lines of candidates, plain or inside a .zip / .tar.gz.
 
-Each line is ``{"task_id": ..., "candidate": {...}, "usage": {...}}``; an optional line
+Each line is ``{"task_id": ..., "sample": n, "candidate": {...}, "usage": {...}}`` (``sample``
+optional, 0-based: several candidates for one task, for pass@k); an optional line
 ``{"run": {...}}`` carries run metadata and run-level usage (DESIGN.md §4). Parsing checks the
 shape of every line and collects every problem with file, line and field; whether the task ids
 exist and the kinds fit their families is checked against the contract version by
@@ -32,7 +33,7 @@ CANDIDATES_NAME = "candidates.jsonl"
 CANDIDATE_KINDS = ("text", "code", "patch", "workspace")
 USAGE_KEYS = ("wall_seconds", "input_tokens", "output_tokens", "usd")
 METADATA_KEYS = ("agent_name", "agent_version", "model_name", "notes")
-LINE_KEYS = ("task_id", "candidate", "usage")
+LINE_KEYS = ("task_id", "sample", "candidate", "usage")
 MAX_PROBLEMS = 50
 MAX_WORKSPACE_FILES = 2_000
 
@@ -69,6 +70,8 @@ class BundleLine:
     candidate: Candidate
     usage: dict[str, float] = field(default_factory=dict)
     file: str = "candidates"  # where the line came from, for messages
+    # Which of the task's candidates this is (0, 1, …); one candidate per task is sample 0.
+    sample: int = 0
 
 
 @dataclass
@@ -307,13 +310,39 @@ def _check_line(
     task_id = value.get("task_id")
     if not isinstance(task_id, str) or not task_id.strip():
         problems.add(number, "task_id", "is required and must be a non-empty string")
+    sample = _check_sample(value.get("sample", 0), number, problems)
     usage = _check_usage(value.get("usage", {}), number, "usage", problems)
     candidate = _check_candidate(value.get("candidate"), number, problems, limits, bundle_root)
     if len(problems.items) > before or candidate is None or not isinstance(task_id, str):
         return None
     return BundleLine(
-        line=number, task_id=task_id, candidate=candidate, usage=usage, file=problems.file
+        line=number,
+        task_id=task_id,
+        candidate=candidate,
+        usage=usage,
+        file=problems.file,
+        sample=sample,
     )
+
+
+def max_samples() -> int:
+    """Samples per task a run may carry at most (``SECUREBENCH_MAX_SAMPLES``)."""
+    return settings.SECUREBENCH_MAX_SAMPLES
+
+
+def _check_sample(value: Any, number: int, problems: _Problems) -> int:
+    # bool is an int in Python, but `"sample": true` is a mistake, not sample 1.
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        problems.add(number, "sample", "must be a non-negative integer (0 is the first sample)")
+        return 0
+    if value >= max_samples():
+        problems.add(
+            number,
+            "sample",
+            f"{value} is out of range: samples are numbered 0 to {max_samples() - 1}",
+        )
+        return 0
+    return value
 
 
 def _check_run_line(
@@ -577,14 +606,21 @@ def _collect_folder(
     return files
 
 
+def sample_label(task_id: str, sample: int) -> str:
+    """How messages name one candidate: the task alone for sample 0, else task and sample."""
+    return f"{task_id!r}" if sample == 0 else f"{task_id!r} sample {sample}"
+
+
 def _check_duplicates(lines: list[BundleLine], problems: _Problems) -> None:
-    first_line: dict[str, int | None] = {}
+    # One candidate per (task, sample): a task's samples are told apart by their number.
+    first_line: dict[tuple[str, int], int | None] = {}
     for item in lines:
-        if item.task_id in first_line:
+        key = (item.task_id, item.sample)
+        if key in first_line:
             problems.add(
                 item.line,
-                "task_id",
-                f"{item.task_id!r} already has a candidate on line {first_line[item.task_id]}",
+                "sample" if item.sample else "task_id",
+                f"{sample_label(*key)} already has a candidate on line {first_line[key]}",
             )
         else:
-            first_line[item.task_id] = item.line
+            first_line[key] = item.line

@@ -5,6 +5,7 @@ from django.conf import settings
 from django.template.defaultfilters import filesizeformat
 
 from packs.models import ContractVersion
+from runs.evaluators import scoring_problem
 from runs.models import AuditAction, EvaluationStatus, ResultStatus
 from runs.selectors import RESULT_SORTS, VERDICT_CATEGORIES, submittable_versions
 
@@ -43,6 +44,13 @@ class RunSubmitForm(forms.Form):
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
         self.fields["contract_version"].queryset = submittable_versions()  # type: ignore[attr-defined]
+
+    def clean_contract_version(self):
+        contract_version = self.cleaned_data["contract_version"]
+        problem = scoring_problem(contract_version.contract)
+        if problem is not None:
+            raise forms.ValidationError(problem)
+        return contract_version
 
     def clean_bundle(self):
         bundle = self.cleaned_data["bundle"]

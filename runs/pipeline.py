@@ -23,10 +23,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Count, Exists, F, OuterRef, Q, Sum
+from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 from kombu.exceptions import KombuError
 
+from runs.evaluators import TaskCounts, evaluator_get
 from runs.models import (
     OPEN_STATUSES,
     Evaluation,
@@ -35,7 +36,6 @@ from runs.models import (
     TaskResult,
     WorkQueue,
 )
-from runs.stats import wilson_interval
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 from verifiers.scoring import VerifierSettings, verify
 from verifiers.verdict import ERROR, Reason, Verdict
@@ -354,37 +354,40 @@ def evaluation_finish_if_done(evaluation_id: int) -> bool:
 
 
 def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
-    """Counts, score with its 95 % interval, per-family counts and failure reasons, in three
-    queries: written once, so that pages of a done evaluation never count its results again.
+    """Counts, metrics, per-family counts and failure reasons, in four queries whatever the
+    number of tasks and samples: written once, so that pages of a done evaluation never count
+    its results again.
 
-    The score is the mean task score over tasks that have a verifier: ``pending`` tasks of
-    deferred families are counted apart, not as failures.
+    Counts are per result row (one per sample). The metrics are the evaluation's scorer's
+    (runs.evaluators) over per-task counts, and ``score`` with its interval is the scorer's
+    primary metric. Tasks of deferred families are ``pending``: counted apart, never scored.
     """
+    evaluator = evaluator_get(
+        Evaluation.objects.values_list("evaluator", flat=True).get(pk=evaluation_id)
+    )
     results = TaskResult.objects.filter(evaluation_id=evaluation_id)
     counts = {status: 0 for status in ResultStatus.values}
-    score_sum = 0.0
-    for row in results.values("status").annotate(n=Count("id"), total=Sum("score")):
-        counts[row["status"]] = row["n"]
-        score_sum += row["total"] or 0.0
     families: dict[str, dict[str, int]] = {}
-    for row in results.values("family", "status").annotate(n=Count("id")):
+    for row in results.values("family", "status").annotate(n=Count("id")).order_by():
+        counts[row["status"]] += row["n"]
         family = families.setdefault(
             row["family"], {"total": 0, "passed": 0, "failed": 0, "error": 0, "pending": 0}
         )
         family["total"] += row["n"]
         if row["status"] in family:
             family[row["status"]] += row["n"]
-    scored = counts["passed"] + counts["failed"] + counts["error"]
-    interval = wilson_interval(score_sum, scored)
+    metrics = evaluator.evaluate(_task_counts(results))
+    primary = metrics.get(evaluator.primary_metric)
     return {
         "total": sum(counts.values()),
         "passed": counts["passed"],
         "failed": counts["failed"],
         "errored": counts["error"],
         "pending": counts["pending"],
-        "score": score_sum / scored if scored else None,
-        "ci_low": interval.low if interval else None,
-        "ci_high": interval.high if interval else None,
+        "score": primary.value if primary else None,
+        "ci_low": primary.ci_low if primary else None,
+        "ci_high": primary.ci_high if primary else None,
+        "metrics": {name: value.as_json() for name, value in metrics.items()},
         "family_summary": dict(sorted(families.items())),
         "failure_reasons": list(
             results.exclude(failure_reason="")
@@ -393,6 +396,26 @@ def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
             .distinct()
         ),
     }
+
+
+def _task_counts(results: QuerySet[TaskResult]) -> list[TaskCounts]:
+    """Scored samples per task in one grouped query: n (passed, failed or error), c (passed)
+    and the sum of the scores of passed and failed ones (an error of ours scores nothing)."""
+    scored = (ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR)
+    rows = (
+        results.filter(status__in=scored)
+        .values("task_id", "family")
+        .annotate(
+            n=Count("id"),
+            c=Count("id", filter=Q(status=ResultStatus.PASSED)),
+            score_sum=Sum("score", filter=~Q(status=ResultStatus.ERROR)),
+        )
+        .order_by()
+    )
+    return [
+        TaskCounts(family=row["family"], n=row["n"], c=row["c"], score_sum=row["score_sum"] or 0.0)
+        for row in rows
+    ]
 
 
 # --- the reaper --------------------------------------------------------------------------------

@@ -19,7 +19,9 @@ from django.db.models import (
     Count,
     Exists,
     F,
+    FloatField,
     IntegerField,
+    Max,
     OuterRef,
     Q,
     QuerySet,
@@ -27,10 +29,13 @@ from django.db.models import (
     Value,
     When,
 )
+from django.db.models.fields.json import KT
+from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
 from packs.models import ContractVersion, Pack, Task
 from runs import access
+from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
 from runs.models import (
     CandidateOrigin,
     Evaluation,
@@ -50,6 +55,7 @@ RESULT_LIST_FIELDS = (
     "task__task_id",
     "family",
     "position",
+    "sample",
     "queue",
     "status",
     "score",
@@ -58,13 +64,14 @@ RESULT_LIST_FIELDS = (
     "attempts",
 )
 
-# ?sort= keys of the results table → ORDER BY; the position breaks ties so pages are stable.
+# ?sort= keys of the results table → ORDER BY; position and sample (a task's candidates)
+# break ties so pages are stable.
 RESULT_SORTS: dict[str, tuple[str, ...]] = {
-    "position": ("position",),
-    "task": ("task__task_id", "position"),
-    "status": ("status", "position"),
-    "duration": ("duration_seconds", "position"),
-    "score": ("score", "position"),
+    "position": ("position", "sample"),
+    "task": ("task__task_id", "position", "sample"),
+    "status": ("status", "position", "sample"),
+    "duration": ("duration_seconds", "position", "sample"),
+    "score": ("score", "position", "sample"),
 }
 
 
@@ -286,24 +293,30 @@ class StatusChange:
     family: str
     before: str
     after: str
+    sample: int = 0
 
 
 def evaluation_changes(
     evaluation: Evaluation, previous: Evaluation, *, limit: int = 200
 ) -> tuple[list[StatusChange], int]:
-    """Tasks whose status differs between two evaluations of a run, joined by task (1+1 query)."""
-    before = TaskResult.objects.filter(evaluation=previous, task_id=OuterRef("task_id"))
+    """Results whose status differs between two evaluations of a run, joined by task and
+    sample (1+1 query)."""
+    before = TaskResult.objects.filter(
+        evaluation=previous, task_id=OuterRef("task_id"), sample=OuterRef("sample")
+    )
     flipped = (
         TaskResult.objects.filter(evaluation=evaluation)
         .annotate(before=Subquery(before.values("status")[:1]))
         .exclude(before__isnull=True)
         .exclude(before=F("status"))
     )
-    rows = flipped.order_by("position").values("id", "task__task_id", "family", "before", "status")[
-        :limit
-    ]
+    rows = flipped.order_by("position", "sample").values(
+        "id", "task__task_id", "sample", "family", "before", "status"
+    )[:limit]
     changes = [
-        StatusChange(r["id"], r["task__task_id"], r["family"], r["before"], r["status"])
+        StatusChange(
+            r["id"], r["task__task_id"], r["family"], r["before"], r["status"], r["sample"]
+        )
         for r in rows
     ]
     total = len(changes) if len(changes) < limit else flipped.count()
@@ -325,9 +338,15 @@ def result_get(run: Run, result_id: int) -> TaskResult:
 
 
 def result_neighbours(result: TaskResult) -> dict[str, int | None]:
+    """The results before and after this one in the table's order (task, then sample)."""
     siblings = TaskResult.objects.filter(evaluation_id=result.evaluation_id)
-    before = siblings.filter(position__lt=result.position).order_by("-position")
-    after = siblings.filter(position__gt=result.position).order_by("position")
+    position, sample = result.position, result.sample
+    before = siblings.filter(
+        Q(position__lt=position) | Q(position=position, sample__lt=sample)
+    ).order_by("-position", "-sample")
+    after = siblings.filter(
+        Q(position__gt=position) | Q(position=position, sample__gt=sample)
+    ).order_by("position", "sample")
     return {
         "previous": before.values_list("id", flat=True).first(),
         "next": after.values_list("id", flat=True).first(),
@@ -394,34 +413,86 @@ def _mode_text(mode: Any) -> str:
 # --- leaderboards --------------------------------------------------------------------------
 
 
-def _is_latest_done() -> Q:
+def _is_latest_done(evaluator: str | OuterRef | None = None) -> Q:
     later = Evaluation.objects.filter(
         run=OuterRef("run"), status=EvaluationStatus.DONE, number__gt=OuterRef("number")
     )
+    if evaluator is not None:
+        later = later.filter(evaluator=evaluator)
     return Q(status=EvaluationStatus.DONE) & ~Q(Exists(later))
 
 
-def latest_done_evaluations() -> QuerySet[Evaluation]:
-    """The latest done evaluation of every submitted run (a run re-scored counts once)."""
-    return Evaluation.objects.filter(_is_latest_done(), run__submitted_at__isnull=False)
-
-
-def leaderboard_versions() -> QuerySet[ContractVersion]:
-    eligible = latest_done_evaluations().filter(
-        run__contract_version=OuterRef("pk"),
-        run__origin=CandidateOrigin.AGENT,
-        run__over_budget=False,
+def latest_done_evaluations(evaluator: str | None = None) -> QuerySet[Evaluation]:
+    """The latest done evaluation of every submitted run (a run re-scored counts once); with
+    ``evaluator``, the latest done by that scorer (runs.evaluators), whatever came after."""
+    evaluations = Evaluation.objects.filter(
+        _is_latest_done(evaluator), run__submitted_at__isnull=False
     )
+    return evaluations if evaluator is None else evaluations.filter(evaluator=evaluator)
+
+
+def leaderboard_versions() -> list[ContractVersion]:
+    """Versions with a scored run, each with ``run_count``, the scorer and metric its board
+    shows first (``board_evaluator``, ``board_metric``) and ``best_score`` by them (valid
+    agent runs): two queries whatever the number of versions."""
     scored = latest_done_evaluations().filter(run__contract_version=OuterRef("pk"))
-    return (
+    versions = list(
         ContractVersion.objects.filter(Exists(scored))
         .select_related("pack")
         .annotate(
-            run_count=Count("runs", filter=Q(runs__submitted_at__isnull=False), distinct=True),
-            best_score=Subquery(eligible.order_by("-score").values("score")[:1]),
+            run_count=Count("runs", filter=Q(runs__submitted_at__isnull=False), distinct=True)
         )
         .order_by("pack__pack_id", "-version")
     )
+    # Each run's latest done evaluation per scorer; the best primary score per version.
+    eligible = Evaluation.objects.filter(
+        _is_latest_done(OuterRef("evaluator")),
+        run__submitted_at__isnull=False,
+        run__contract_version__in=[cv.pk for cv in versions],
+        run__origin=CandidateOrigin.AGENT,
+        run__over_budget=False,
+        run__valid=True,
+    )
+    best = {
+        (row["run__contract_version"], row["evaluator"]): row["best"]
+        for row in eligible.values("run__contract_version", "evaluator")
+        .annotate(best=Max("score"))
+        .order_by()
+    }
+    for cv in versions:
+        choice = board_choice(cv.contract)
+        cv.board_evaluator = choice.evaluator.key if choice.evaluator else ""
+        cv.board_metric = choice.metric
+        cv.best_score = best.get((cv.pk, cv.board_evaluator))
+    return versions
+
+
+def _board_evaluations(
+    contract_version: ContractVersion, evaluator: str, metric: str | None
+) -> QuerySet[Evaluation]:
+    """Each run's latest done evaluation by ``evaluator``, annotated with ``metric`` and its
+    interval (metric_value, metric_low, metric_high) and ordered best first."""
+    scorer = evaluator_get(evaluator)
+    if metric not in (None, *scorer.metrics):
+        raise ValueError(f"{scorer.key} emits no metric {metric!r}")
+    evaluations = latest_done_evaluations(evaluator).filter(run__contract_version=contract_version)
+    if metric is None or metric == scorer.primary_metric:
+        # The score is the primary metric, also of evaluations older than stored metrics.
+        evaluations = evaluations.annotate(
+            metric_value=F("score"), metric_low=F("ci_low"), metric_high=F("ci_high")
+        )
+    else:
+        evaluations = evaluations.annotate(
+            metric_value=_stored_metric(metric, "value"),
+            metric_low=_stored_metric(metric, "ci_low"),
+            metric_high=_stored_metric(metric, "ci_high"),
+        )
+    return evaluations.order_by(F("metric_value").desc(nulls_last=True), "finished_at", "run_id")
+
+
+def _stored_metric(metric: str, part: str) -> Cast:
+    # ``metric`` is a name the scorer declares (checked above), never raw user input.
+    return Cast(KT(f"metrics__{metric}__{part}"), FloatField())
 
 
 LEADERBOARD_FIELDS = (
@@ -443,6 +514,8 @@ LEADERBOARD_FIELDS = (
     "run__origin",
     "run__over_budget",
     "run__budget_notes",
+    "run__valid",
+    "run__invalid_reasons",
 )
 
 
@@ -452,6 +525,10 @@ class LeaderboardRow:
     rank: int = 0
     tied: bool = False
     family_names: list[str] = field(default_factory=list)
+    # The metric the board ranks by, with its 95 % interval (the score by default).
+    value: float | None = None
+    ci_low: float | None = None
+    ci_high: float | None = None
 
     @property
     def run(self) -> Run:
@@ -469,7 +546,7 @@ class LeaderboardRow:
 class Leaderboard:
     families: list[str]
     ranked: list[LeaderboardRow]  # the rows of ``ranked_page``
-    over_budget: list[LeaderboardRow]
+    invalid: list[LeaderboardRow]  # agent runs that broke their contract or budgets
     reference: list[LeaderboardRow]
     ranked_page: Page | None = None  # of every ranked run's Standing
 
@@ -484,14 +561,23 @@ class Standing:
     ci_high: float | None
     origin: str
     over_budget: bool
+    valid: bool = True
     rank: int = 0
     tied: bool = False
 
 
 def leaderboard(
-    contract_version: ContractVersion, *, page: str | int | None = None, per_page: int = 100
+    contract_version: ContractVersion,
+    *,
+    evaluator: str = DEFAULT_EVALUATOR,
+    metric: str | None = None,
+    page: str | int | None = None,
+    per_page: int = 100,
 ) -> Leaderboard:
-    """Ranked runs (one page of them), over-budget runs and reference runs of one version.
+    """Ranked runs (one page of them), invalid runs (a contract rule broken, or over budget)
+    and reference runs of one version, by one scorer's metric (runs.evaluators; default its
+    primary one): each run's latest done evaluation by that scorer counts, and a Standing's
+    score is that metric.
 
     Two queries whatever the number of runs: every run's standing as plain values (ranks and
     ties count every run), then the evaluations and runs of the rows shown. Model objects for
@@ -499,17 +585,25 @@ def leaderboard(
     """
     standings = [
         Standing(*values)
-        for values in latest_done_evaluations()
-        .filter(run__contract_version=contract_version)
-        .order_by(F("score").desc(nulls_last=True), "finished_at", "run_id")
-        .values_list("id", "score", "ci_low", "ci_high", "run__origin", "run__over_budget")
+        for values in _board_evaluations(contract_version, evaluator, metric).values_list(
+            "id",
+            "metric_value",
+            "metric_low",
+            "metric_high",
+            "run__origin",
+            "run__over_budget",
+            "run__valid",
+        )
     ]
-    ranked = [s for s in standings if s.origin == CandidateOrigin.AGENT and not s.over_budget]
-    over_budget = [s for s in standings if s.origin == CandidateOrigin.AGENT and s.over_budget]
+    # Only valid runs are ranked; over budget is invalid too (checked on its own as well, for
+    # runs submitted before validity was recorded).
+    agents = [s for s in standings if s.origin == CandidateOrigin.AGENT]
+    ranked = [s for s in agents if s.valid and not s.over_budget]
+    invalid = [s for s in agents if not s.valid or s.over_budget]
     reference = [s for s in standings if s.origin != CandidateOrigin.AGENT]
     _rank(ranked)
     ranked_page = Paginator(ranked, per_page).get_page(page)
-    shown = [*ranked_page.object_list, *over_budget, *reference]
+    shown = [*ranked_page.object_list, *invalid, *reference]
     evaluations = (
         Evaluation.objects.select_related("run")
         .only(*LEADERBOARD_FIELDS)
@@ -519,14 +613,22 @@ def leaderboard(
 
     def rows(part: list[Standing]) -> list[LeaderboardRow]:
         return [
-            LeaderboardRow(evaluations[s.evaluation_id], s.rank, s.tied, family_names=names)
+            LeaderboardRow(
+                evaluations[s.evaluation_id],
+                s.rank,
+                s.tied,
+                family_names=names,
+                value=s.score,
+                ci_low=s.ci_low,
+                ci_high=s.ci_high,
+            )
             for s in part
         ]
 
     return Leaderboard(
         names,
         rows(list(ranked_page.object_list)),
-        rows(over_budget),
+        rows(invalid),
         rows(reference),
         ranked_page=ranked_page,
     )
@@ -617,10 +719,13 @@ def verdict_pairs(evaluation_a: Evaluation, evaluation_b: Evaluation) -> QuerySe
     """Every task of the version with both verdicts side by side (one query, no N+1).
 
     Built on the tasks, not on one evaluation's results, so a task missing from either
-    evaluation still counts (as not passed)."""
+    evaluation still counts (as not passed). A run with several samples per task is compared
+    on each task's sample 0: McNemar's test pairs one pass/fail per task, sample 0 is the one
+    every run has (single-sample runs have nothing else), and the first sample is an unbiased
+    draw of the agent's pass@1 — a majority or a pass fraction would not be."""
 
     def pick(evaluation: Evaluation, field_name: str) -> Subquery:
-        results = TaskResult.objects.filter(evaluation=evaluation, task=OuterRef("pk"))
+        results = TaskResult.objects.filter(evaluation=evaluation, task=OuterRef("pk"), sample=0)
         return Subquery(results.values(field_name)[:1])
 
     passed = Value(ResultStatus.PASSED)

@@ -12,7 +12,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -20,7 +19,8 @@ from django.utils import timezone
 from packs.models import ContractVersion, Task
 from packs.selectors import evaluator_lanes_for_tasks
 from runs.budgets import check_budgets, contract_budgets
-from runs.bundle import BundleLine, BundleProblem, BundleRejected, ParsedBundle
+from runs.bundle import BundleLine, BundleProblem, BundleRejected, ParsedBundle, sample_label
+from runs.evaluators import evaluator_choose
 from runs.models import (
     Candidate,
     CandidateOrigin,
@@ -32,6 +32,7 @@ from runs.models import (
     WorkQueue,
 )
 from runs.pipeline import evaluation_dispatch, evaluation_finish_if_done
+from runs.validity import candidate_violations_of, live_violations, run_apply_validity
 from verifiers.families import get_family
 from verifiers.oracle import null_candidate, oracle_candidate
 from verifiers.scoring import is_text_family
@@ -40,6 +41,8 @@ from verifiers.task import WorkspaceFile
 from verifiers.verdict import Reason
 
 BULK_BATCH = 1000
+# What submitting or closing a run fixes about it, beside ``submitted_at``.
+VERDICT_ON_RUN_FIELDS = ("usage", "over_budget", "budget_notes", "valid", "invalid_reasons")
 
 
 class RunAlreadySubmitted(Exception):
@@ -100,11 +103,12 @@ def run_add_candidates(run: Run, lines: list[BundleLine]) -> int:
         stored = set(
             Candidate.objects.filter(
                 run=run, task__task_id__in=[line.task_id for line in lines]
-            ).values_list("task__task_id", flat=True)
+            ).values_list("task__task_id", "sample")
         )
         _check_against_tasks(lines, tasks, stored, run.contract_version)
+        contract = run.contract_version.contract
         Candidate.objects.bulk_create(
-            [_candidate_row(run, tasks[line.task_id], line) for line in lines],
+            [_candidate_row(run, tasks[line.task_id], line, contract) for line in lines],
             batch_size=BULK_BATCH,
         )
         count = Candidate.objects.filter(run=run).count()
@@ -120,8 +124,9 @@ def run_submit(run: Run, *, user: Any = None) -> Evaluation:
             raise RunAlreadySubmitted(f"run {run.pk} is already submitted")
         _refuse_live(locked)
         run_apply_budgets(locked)
+        run_apply_validity(locked)
         locked.submitted_at = timezone.now()
-        locked.save(update_fields=["submitted_at", "usage", "over_budget", "budget_notes"])
+        locked.save(update_fields=["submitted_at", *VERDICT_ON_RUN_FIELDS])
         evaluation = evaluation_create(locked, created_by=user)
     run.refresh_from_db()
     return evaluation
@@ -179,9 +184,12 @@ def run_submit_reference(
             user=user,
             origin=origin,
         )
+        contract = contract_version.contract
         Candidate.objects.bulk_create(
             [
-                _candidate_row(run, task, BundleLine(line=None, task_id=task.task_id, candidate=c))
+                _candidate_row(
+                    run, task, BundleLine(line=None, task_id=task.task_id, candidate=c), contract
+                )
                 for task, c in lines
             ],
             batch_size=BULK_BATCH,
@@ -217,11 +225,12 @@ def _tasks_by_id(contract_version_id: int, task_ids: Iterable[str]) -> dict[str,
 def _check_against_tasks(
     lines: list[BundleLine],
     tasks: dict[str, Task],
-    stored: set[str],
+    stored: set[tuple[str, int]],
     contract_version: ContractVersion,
 ) -> None:
     problems: list[BundleProblem] = []
     label = f"{contract_version.pack.pack_id} v{contract_version.version}"
+    attempts = contract_attempts(contract_version.contract)
     for line in lines:
 
         def problem(field_name: str, message: str, line: BundleLine = line) -> None:
@@ -231,8 +240,21 @@ def _check_against_tasks(
         if task is None:
             problem("task_id", f"{line.task_id!r} is not a task of {label}")
             continue
-        if line.task_id in stored:
-            problem("task_id", f"{line.task_id!r} already has a candidate in this run")
+        if (line.task_id, line.sample) in stored:
+            problem(
+                "sample" if line.sample else "task_id",
+                f"{sample_label(line.task_id, line.sample)} already has a candidate in this run",
+            )
+            continue
+        if attempts is not None and line.sample >= attempts:
+            # Samples are numbered from 0, one per (task, sample): numbers below the budget
+            # cap the count as well.
+            problem(
+                "sample",
+                f"sample {line.sample} of {line.task_id!r} is past the contract's budget of "
+                f"{attempts} attempt{'s' if attempts != 1 else ''} per task (samples 0 to "
+                f"{attempts - 1})",
+            )
             continue
         expected = get_family(task.family).candidate_kind
         if expected is not None and line.candidate.kind != expected:
@@ -245,7 +267,18 @@ def _check_against_tasks(
         raise BundleRejected(problems)
 
 
-def _candidate_row(run: Run, task: Task, line: BundleLine) -> Candidate:
+def contract_attempts(contract: dict[str, Any] | None) -> int | None:
+    """``budgets.attempts``: how many samples a task may have in one run, when set."""
+    budgets = (contract or {}).get("budgets") or {}
+    value = budgets.get("attempts") if isinstance(budgets, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
+
+
+def _candidate_row(
+    run: Run, task: Task, line: BundleLine, contract: dict[str, Any] | None
+) -> Candidate:
+    """The row to store, with the contract rules the candidate breaks (checked here, once:
+    every later evaluation reads them instead of checking again)."""
     candidate = line.candidate
     return Candidate(
         run=run,
@@ -258,6 +291,8 @@ def _candidate_row(run: Run, task: Task, line: BundleLine) -> Candidate:
         },
         usage=line.usage,
         line=line.line,
+        sample=line.sample,
+        contract_violations=candidate_violations_of(contract, task.family, candidate),
     )
 
 
@@ -280,11 +315,18 @@ def run_apply_budgets(run: Run, *, extra_notes: Iterable[str] = ()) -> None:
     """Hold the run's usage to the contract's budgets; notes found elsewhere (a live episode
     truncated at its budget) are added to the ones the usage gives."""
     budgets = contract_budgets(run.contract_version.contract)
-    task_usages = list(
-        Candidate.objects.filter(run=run).exclude(usage={}).values_list("task__task_id", "usage")
-    )
+    rows = Candidate.objects.filter(run=run).exclude(usage={})
+    # Each sample is an attempt of its own, held to the per-task budget; the run's total
+    # budget grows with the samples a task has (pass@k runs are k attempts per task).
+    task_usages = [
+        (task_id if sample == 0 else f"{task_id} sample {sample}", usage)
+        for task_id, sample, usage in rows.values_list("task__task_id", "sample", "usage")
+    ]
+    samples = 1 + (Candidate.objects.filter(run=run).aggregate(top=Max("sample"))["top"] or 0)
     reported = {key: value for key, value in run.usage.items() if not key.startswith("total_")}
-    check = check_budgets(budgets, reported, task_usages, run.contract_version.task_count)
+    check = check_budgets(
+        budgets, reported, task_usages, run.contract_version.task_count, samples=samples
+    )
     run.usage = {**reported, **{f"total_{key}": value for key, value in check.totals.items()}}
     notes = [*check.notes, *(note for note in extra_notes if note not in check.notes)]
     run.over_budget = bool(notes)
@@ -320,7 +362,7 @@ def run_open_live(
         evaluation = Evaluation.objects.create(
             run=run,
             number=1,
-            evaluator=settings.SECUREBENCH_EVALUATOR,
+            evaluator=evaluator_choose(contract_version.contract).key,
             created_by=_user_or_none(user),
             total=contract_version.task_count,
         )
@@ -360,7 +402,11 @@ def run_record_live_candidate(
     candidate_id = None
     if candidate is not None:
         line = BundleLine(line=None, task_id=task.task_id, candidate=candidate, usage=usage)
-        row = _candidate_row(run, task, line)
+        row = _candidate_row(run, task, line, None)
+        # The episodes layer checked the contract on what the workspace changed (a live
+        # workspace holds its unchanged seed files too): its refusal is the verdict.
+        if refusal is not None and refusal.reason == Reason.CONTRACT_VIOLATION:
+            row.contract_violations = live_violations(refusal.details)
         row.save()
         candidate_id = row.pk
     result = _initial_result(
@@ -395,8 +441,9 @@ def run_close_live(run: Run, *, extra_budget_notes: Iterable[str] = ()) -> Evalu
         if locked.is_submitted:
             return evaluation
         run_apply_budgets(locked, extra_notes=extra_budget_notes)
+        run_apply_validity(locked)
         locked.submitted_at = timezone.now()
-        locked.save(update_fields=["submitted_at", "usage", "over_budget", "budget_notes"])
+        locked.save(update_fields=["submitted_at", *VERDICT_ON_RUN_FIELDS])
         attempted = set(
             TaskResult.objects.filter(evaluation=evaluation).values_list("task_id", flat=True)
         )
@@ -419,8 +466,12 @@ def run_close_live(run: Run, *, extra_budget_notes: Iterable[str] = ()) -> Evalu
 # --- evaluations ----------------------------------------------------------------------------
 
 
-def evaluation_create(run: Run, *, created_by: Any = None) -> Evaluation:
-    """A new scoring pass over every task of the run's contract version.
+def evaluation_create(
+    run: Run, *, created_by: Any = None, evaluator: str | None = None
+) -> Evaluation:
+    """A new scoring pass over every task of the run's contract version, by ``evaluator``
+    (runs.evaluators; default: the first its contract allows). An evaluator the contract does
+    not allow raises EvaluatorNotAllowed, naming the allowed ones, and nothing is stored.
 
     Results that need no verifier work are final at once: deferred families are ``pending``
     and tasks without a candidate ``failed`` (``missing_candidate``). The rest are queued, and
@@ -434,17 +485,10 @@ def evaluation_create(run: Run, *, created_by: Any = None) -> Evaluation:
         evaluation = Evaluation.objects.create(
             run=run,
             number=number,
-            evaluator=settings.SECUREBENCH_EVALUATOR,
+            evaluator=evaluator_choose(run.contract_version.contract, evaluator).key,
             created_by=_user_or_none(created_by),
         )
-        candidates = dict(Candidate.objects.filter(run=run).values_list("task_id", "pk"))
-        now = timezone.now()
-        rows = [
-            _initial_result(evaluation, task, candidates.get(task["pk"]), now)
-            for task in run.contract_version.tasks.order_by("position").values(
-                "pk", "family", "position"
-            )
-        ]
+        rows = _result_rows(evaluation, run, timezone.now())
         TaskResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
         Evaluation.objects.filter(pk=evaluation.pk).update(total=len(rows))
         evaluation_finish_if_done(evaluation.pk)
@@ -453,8 +497,39 @@ def evaluation_create(run: Run, *, created_by: Any = None) -> Evaluation:
     return evaluation
 
 
+def _result_rows(evaluation: Evaluation, run: Run, now: Any) -> list[TaskResult]:
+    """One result per (task, sample), in task order then sample order.
+
+    Every task gets as many results as the run has samples per task (the highest sample
+    number given for any task, plus one): a sample the run left out is a ``missing_candidate``
+    failure, so pass@k sees the same n for every task, and a task left out entirely cannot
+    shrink the k the run's samples allow.
+    """
+    by_task: dict[int, dict[int, tuple[int, list[Any]]]] = {}
+    for task_pk, sample, pk, violations in Candidate.objects.filter(run=run).values_list(
+        "task_id", "sample", "pk", "contract_violations"
+    ):
+        by_task.setdefault(task_pk, {})[sample] = (pk, violations)
+    per_task = 1 + max((max(samples) for samples in by_task.values()), default=0)
+    rows: list[TaskResult] = []
+    for task in run.contract_version.tasks.order_by("position").values("pk", "family", "position"):
+        given = by_task.get(task["pk"], {})
+        for sample in range(per_task):
+            pk, violations = given.get(sample, (None, []))
+            rows.append(
+                _initial_result(evaluation, task, pk, now, sample=sample, violations=violations)
+            )
+    return rows
+
+
 def _initial_result(
-    evaluation: Evaluation, task: dict[str, Any], candidate_id: int | None, now: Any
+    evaluation: Evaluation,
+    task: dict[str, Any],
+    candidate_id: int | None,
+    now: Any,
+    *,
+    sample: int = 0,
+    violations: list[Any] | None = None,
 ) -> TaskResult:
     family = task["family"]
     row = TaskResult(
@@ -463,6 +538,7 @@ def _initial_result(
         candidate_id=candidate_id,
         family=family,
         position=task["position"],
+        sample=sample,
         queue=WorkQueue.TEXT if is_text_family(family) else WorkQueue.SANDBOX,
     )
     if not get_family(family).active:
@@ -470,5 +546,10 @@ def _initial_result(
         row.finished_at = now
     elif candidate_id is None:
         row.status, row.failure_reason = ResultStatus.FAILED, Reason.MISSING_CANDIDATE
+        row.finished_at = now
+    elif violations:
+        # The candidate broke its contract: failed before, and instead of, any verifier.
+        row.status, row.failure_reason = ResultStatus.FAILED, Reason.CONTRACT_VIOLATION
+        row.details = {"contract_violations": list(violations)}
         row.finished_at = now
     return row

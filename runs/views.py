@@ -22,10 +22,17 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from packs import access as pack_access
 from packs import selectors as pack_selectors
+from packs.diff import previous_comparison
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, privileged, progress, selectors
+from runs import access, privileged, progress, samples, selectors, validity
 from runs.bundle import BundleRejected, parse_bundle_file
+from runs.evaluators import (
+    EvaluatorNotAllowed,
+    allowed_evaluators,
+    board_choice,
+    scoring_problem,
+)
 from runs.forms import (
     CompareFilterForm,
     ResultFilterForm,
@@ -38,6 +45,7 @@ from runs.services import RunMetadata, evaluation_create, run_submit_bundle
 
 RUNS_PER_PAGE = 50
 RESULTS_PER_PAGE = 50
+TASKS_PER_PAGE = 50
 VERDICTS_PER_PAGE = 50
 LEADERBOARD_ROWS_PER_PAGE = 100
 # htmx stops polling when the answer has this status (a documented htmx convention); htmx 2
@@ -186,6 +194,9 @@ def _run_submit_post(request: HttpRequest) -> HttpResponse:
     if run.over_budget:
         notes = "; ".join(run.budget_notes)
         messages.warning(request, f"This run is over the pack version's budgets: {notes}.")
+    elif not run.valid:
+        reasons = "; ".join(run.invalid_reasons)
+        messages.warning(request, f"This run breaks the pack version's contract: {reasons}.")
     url = reverse("runs:detail", args=[run.pk])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
@@ -252,6 +263,8 @@ def _results_context(request: HttpRequest, run: Run, evaluation: Evaluation) -> 
         "result_statuses": ResultStatus.values,
         "result_families": sorted(run.contract_version.family_counts),
         "failure_reasons": selectors.failure_reasons(evaluation),
+        # Several candidates per task: the table names each result's sample.
+        "samples": samples.has_samples(run),
     }
 
 
@@ -274,9 +287,14 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         usage=selectors.usage_totals(run),
         comparable=selectors.comparable_runs(run),
         can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
+        # The re-evaluate form's choice of scorer, or why this version has none.
+        scorers=allowed_evaluators(run.contract_version.contract),
+        scoring_problem=scoring_problem(run.contract_version.contract),
     )
     if evaluation is not None:
         context.update(_evaluation_context(evaluation, evaluations))
+        if context["samples"]:
+            context["task_passes"] = _task_passes(request, run, evaluation)
     template = "runs/run_detail.html#evaluation-view" if whole_section else "runs/run_detail.html"
     return render(request, template, context)
 
@@ -293,6 +311,16 @@ def _evaluation_context(evaluation: Evaluation, evaluations: list[Evaluation]) -
             evaluation, previous
         )
     return context
+
+
+def _task_passes(request: HttpRequest, run: Run, evaluation: Evaluation) -> Page:
+    """Each task's passes out of its samples, a page at a time (?tasks_page=). A submitted
+    run's evaluation has at least one result per task, so the count is the version's."""
+    rows = samples.task_passes(evaluation)
+    count = run.contract_version.task_count
+    return CountedPaginator(rows, TASKS_PER_PAGE, count=count).get_page(
+        request.GET.get("tasks_page")
+    )
 
 
 @require_GET
@@ -325,8 +353,18 @@ def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
             "it can be re-scored once it is submitted or closed.",
         )
         return redirect("runs:detail", run_id=run.pk)
-    evaluation = evaluation_create(run, created_by=request.user)
-    messages.success(request, f"Evaluation {evaluation.number} of run {run.pk} is queued.")
+    try:
+        evaluation = evaluation_create(
+            run, created_by=request.user, evaluator=request.POST.get("evaluator") or None
+        )
+    except EvaluatorNotAllowed as refused:
+        messages.error(request, f"Not re-evaluated: {refused}")
+        url = reverse("runs:detail", args=[run.pk])
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    messages.success(
+        request,
+        f"Evaluation {evaluation.number} of run {run.pk} ({evaluation.evaluator}) is queued.",
+    )
     url = f"{reverse('runs:detail', args=[run.pk])}?evaluation={evaluation.number}"
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
@@ -351,6 +389,7 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
         "result": result,
         "evaluation": result.evaluation,
         "details": list(selectors.public_detail_counts(result.details, origin=run.origin).items()),
+        "violations": validity.result_violations(result, origin=run.origin),
         "neighbours": selectors.result_neighbours(result),
         "candidate": candidate if shown else None,
         "candidate_withheld": withheld and candidate is not None,
@@ -383,12 +422,32 @@ def leaderboard_list(request: HttpRequest) -> HttpResponse:
 @pack_access.browse_view
 def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     contract_version = pack_selectors.version_get(pack_id, version)
+    # One board per scorer and metric (?evaluation=name@version&metric=…); by default the
+    # version's first allowed scorer and its primary metric.
+    choice = board_choice(
+        contract_version.contract, request.GET.get("evaluation", ""), request.GET.get("metric", "")
+    )
     # Ranks count every run; a page shows a hundred of them, so a thousand runs load and
     # render as fast as a hundred.
-    board = selectors.leaderboard(
-        contract_version, page=request.GET.get("page"), per_page=LEADERBOARD_ROWS_PER_PAGE
+    board = (
+        selectors.leaderboard(
+            contract_version,
+            evaluator=choice.evaluator.key,
+            metric=choice.metric,
+            page=request.GET.get("page"),
+            per_page=LEADERBOARD_ROWS_PER_PAGE,
+        )
+        if choice.evaluator is not None
+        else None
     )
-    context = {"cv": contract_version, "pack": contract_version.pack, "board": board}
+    context = {
+        "cv": contract_version,
+        "pack": contract_version.pack,
+        "board": board,
+        "choice": choice,
+        # The version before, and whether its scores compare with these (packs.diff).
+        "previous": previous_comparison(contract_version),
+    }
     return render(request, "runs/leaderboard_detail.html", context)
 
 

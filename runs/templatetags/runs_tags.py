@@ -7,12 +7,13 @@ only, so colours come from classes and SVG sizes from presentation attributes.
 from __future__ import annotations
 
 from django import template
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer
 
+from runs.evaluators import EVALUATORS, stored_metrics
 from runs.selectors import FamilyRate
 
 register = template.Library()
@@ -123,3 +124,38 @@ def sort_header(context, key: str, label: str, current: str) -> SafeString:
     query.pop("page", None)
     arrow = " ▲" if current == key else " ▼" if current == f"-{key}" else ""
     return format_html('<a href="?{}">{}{}</a>', query.urlencode(), label, arrow)
+
+
+@register.simple_tag
+def metrics_line(evaluation) -> SafeString:
+    """A done evaluation's metrics, as in "pass@1 0.62 · pass@10 0.91"; intervals on hover."""
+    metrics = stored_metrics(
+        evaluation.evaluator,
+        evaluation.metrics,
+        score=evaluation.score,
+        ci_low=evaluation.ci_low,
+        ci_high=evaluation.ci_high,
+    )
+    if not metrics:
+        return mark_safe("—")  # noqa: S308 - a constant
+    return format_html_join(
+        " · ",
+        '<span class="metric" title="{}">{} <strong>{}</strong></span>',
+        (
+            (
+                "no interval"
+                if m.ci_low is None or m.ci_high is None
+                else f"95 % interval [{m.ci_low:.3f}, {m.ci_high:.3f}]",
+                name,
+                "—" if m.value is None else f"{m.value:.2f}",
+            )
+            for name, m in metrics
+        ),
+    )
+
+
+@register.filter
+def primary_metric(evaluator_key: str) -> str:
+    """The metric an evaluation's score is (its scorer's primary one)."""
+    evaluator = EVALUATORS.get(evaluator_key)
+    return evaluator.primary_metric if evaluator else "score"

@@ -469,6 +469,7 @@ def test_results_list_verdicts_and_never_logs_or_detail_strings(harness, reader,
     first = page.json()["results"][0]
     assert first == {
         "task_id": "q1",
+        "sample": 0,
         "family": "multiple_choice",
         "status": "failed",
         "score": 0.0,

@@ -16,6 +16,7 @@ from django.utils import timezone
 
 from episodes.services import OraclePrivilege, benchmark_path, episode_run_open
 from packs.models import ContractVersion, Pack
+from runs.evaluators import scoring_problem
 from runs.models import RunSource
 from runs.services import RunMetadata
 
@@ -56,6 +57,8 @@ class Command(BaseCommand):
 
     def handle(self, *args: Any, **options: Any) -> None:
         version = _contract_version(options["pack"], options["version"])
+        if (problem := scoring_problem(version.contract)) is not None:
+            raise CommandError(problem)
         base_url = options["base_url"].rstrip("/")
         if not base_url.startswith(("http://", "https://")):
             raise CommandError(f"--base-url must start with http:// or https://, not {base_url!r}")

@@ -17,6 +17,7 @@ from django.db.models import Count
 
 from packs.models import ContractVersion
 from runs.bundle import BundleRejected, parse_bundle_file
+from runs.evaluators import scoring_problem
 from runs.models import CandidateOrigin, Evaluation, ResultStatus, RunSource, TaskResult
 from runs.services import RunMetadata, run_submit_bundle, run_submit_reference
 
@@ -76,6 +77,8 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps(outcome(evaluation)))
         else:
             self.stdout.write(_summary_line(evaluation))
+            for line in _validity_lines(evaluation):
+                self.stdout.write(line)
 
     def _wait(self, evaluation: Evaluation, timeout: float, *, quiet: bool) -> Evaluation:
         started = time.monotonic()
@@ -111,6 +114,9 @@ def _contract_version(pack_id: str, version: int | None) -> ContractVersion:
     if found is None:
         what = f"version {version} of pack {pack_id!r}" if version else f"pack {pack_id!r}"
         raise CommandError(f"{what} is not stored (see `manage.py import_pack`)")
+    problem = scoring_problem(found.contract)
+    if problem is not None:
+        raise CommandError(f"{pack_id} v{found.version}: {problem}")
     return found
 
 
@@ -159,26 +165,41 @@ def _summary_line(evaluation: Evaluation) -> str:
     )
 
 
+def _validity_lines(evaluation: Evaluation) -> list[str]:
+    """Nothing for a valid run; else why it is not ranked, one reason a line."""
+    run = evaluation.run
+    if run.valid:
+        return []
+    return [
+        f"run {run.pk} is invalid (scored, not ranked):",
+        *(f"  {reason}" for reason in run.invalid_reasons),
+    ]
+
+
 def outcome(evaluation: Evaluation) -> dict[str, Any]:
     results = (
         TaskResult.objects.filter(evaluation=evaluation)
-        .order_by("position")
-        .values_list("task__task_id", "status", "score", "failure_reason")
+        .order_by("position", "sample")
+        .values_list("task__task_id", "sample", "status", "score", "failure_reason")
     )
+    run = evaluation.run
     return {
         "run": evaluation.run_id,
         "evaluation": evaluation.number,
         "status": evaluation.status,
         "score": evaluation.score,
         "ci": [evaluation.ci_low, evaluation.ci_high],
-        "over_budget": evaluation.run.over_budget,
+        "over_budget": run.over_budget,
+        "valid": run.valid,
+        "invalid_reasons": run.invalid_reasons,
         "results": [
             {
                 "task_id": task_id,
+                "sample": sample,
                 "status": status,
                 "score": score,
                 "failure_reason": reason or None,
             }
-            for task_id, status, score, reason in results
+            for task_id, sample, status, score, reason in results
         ],
     }

@@ -88,18 +88,29 @@ def test_the_leaderboard_ranks_by_score_and_marks_ties_within_noise(client, big)
     assert leader.count("36 / 40") == 2  # per family (all multiple_choice) and in total
 
 
-def test_over_budget_and_reference_runs_are_listed_apart(client, big):
+def test_invalid_and_reference_runs_are_listed_apart(client, big):
     scored_run(big, "honest", 20, 40)
     scored_run(big, "spender", 39, 40, over_budget=True, budget_notes=["used 9,000 tokens"])
+    scored_run(
+        big,
+        "rule-breaker",
+        38,
+        40,
+        valid=False,
+        invalid_reasons=["task q3 sample 0: read_only: tests/test_x.py"],
+    )
     scored_run(big, "the-oracle", 40, 40, origin=CandidateOrigin.ORACLE)
 
     body = page(client, reverse("runs:leaderboard", args=["board", 1]))
 
-    ranked = body[: body.index("<h2>Over budget</h2>")]
-    over = body[body.index("<h2>Over budget</h2>") : body.index("<h2>Reference runs</h2>")]
+    ranked = body[: body.index("<h2>Invalid runs</h2>")]
+    invalid = body[body.index("<h2>Invalid runs</h2>") : body.index("<h2>Reference runs</h2>")]
     reference = body[body.index("<h2>Reference runs</h2>") :]
-    assert "honest" in ranked and "spender" not in ranked and "the-oracle" not in ranked
-    assert "spender" in over and "used 9,000 tokens" in over
+    assert "honest" in ranked and "the-oracle" not in ranked
+    assert "spender" not in ranked and "rule-breaker" not in ranked
+    assert "spender" in invalid and "used 9,000 tokens" in invalid
+    assert "rule-breaker" in invalid
+    assert "task q3 sample 0: read_only: tests/test_x.py" in invalid
     assert "the-oracle" in reference and "oracle (reference solutions)" in reference
 
 
