@@ -76,7 +76,7 @@ def write_bundle(path: Path, samples: list[Sample], *, agent_name: str) -> Path:
             line = {
                 "task_id": item.task_id,
                 "sample": item.sample,
-                "candidate": {"kind": "text", "text": item.program},
+                "candidate": {"kind": "code", "code": item.program},
             }
             out.write(json.dumps(line) + "\n")
     return path
