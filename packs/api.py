@@ -19,6 +19,8 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from packs import selectors
 from packs.agent_bundle import agent_bundle_chunks, bundle_filename
+from packs.diff import previous_version
+from packs.diff_api import compare_url
 from packs.files import public_file_response
 from packs.forms import PackUploadForm, too_large_message
 from packs.models import ContractVersion, Task
@@ -191,6 +193,15 @@ class PackUploadApi(APIView):
         tasks = serializers.IntegerField()
         created = serializers.BooleanField()
         message = serializers.CharField()
+        previous_version = serializers.IntegerField(
+            allow_null=True, help_text="for a new version of an existing pack: the one before"
+        )
+        diff_url = serializers.CharField(
+            allow_null=True, help_text="what changed since previous_version (API)"
+        )
+        compare_url = serializers.CharField(
+            allow_null=True, help_text="what changed since previous_version (page)"
+        )
 
     def initial(self, request: Request, *args: Any, **kwargs: Any) -> None:
         # Session authentication's CSRF check reads the body; the cap must be in place first.
@@ -253,5 +264,20 @@ class PackUploadApi(APIView):
             "tasks": cv.task_count,
             "created": outcome.created,
             "message": outcome.message,
+            **_diff_links(request, cv, created=outcome.created),
         }
         return Response(body, status=201 if outcome.created else 200)
+
+
+def _diff_links(request: Request, cv: ContractVersion, *, created: bool) -> dict[str, Any]:
+    """For a new version of an existing pack, where to read what changed since the one before."""
+    previous = previous_version(cv) if created else None
+    if previous is None:
+        return {"previous_version": None, "diff_url": None, "compare_url": None}
+    api_path = reverse("api-pack-diff", kwargs={"pack_id": cv.pack.pack_id})
+    query = f"?from={previous.version}&to={cv.version}"
+    return {
+        "previous_version": previous.version,
+        "diff_url": request.build_absolute_uri(api_path + query),
+        "compare_url": compare_url(request, previous, cv),
+    }

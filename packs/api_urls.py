@@ -1,11 +1,12 @@
 from django.urls import path
 
-from packs import api
+from packs import api, diff_api
 
 urlpatterns = [
     path("packs/", api.PackListApi.as_view(), name="api-packs"),
     path("uploads/", api.PackUploadApi.as_view(), name="api-pack-upload"),
     path("packs/<str:pack_id>/", api.PackDetailApi.as_view(), name="api-pack"),
+    path("packs/<str:pack_id>/diff/", diff_api.VersionDiffApi.as_view(), name="api-pack-diff"),
     path(
         "packs/<str:pack_id>/versions/<int:version>/",
         api.VersionDetailApi.as_view(),

@@ -16,6 +16,7 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from packs import access, selectors
 from packs.compiler import Problem, agent_task_json
+from packs.diff import previous_version
 from packs.files import public_file_response
 from packs.forms import PackFilterForm, PackUploadForm, too_large_message
 from packs.models import ContractVersion, Pack, Task
@@ -194,4 +195,9 @@ def _pack_upload_post(request: HttpRequest) -> HttpResponse:
     cv = outcome.contract_version
     messages.success(request, outcome.message)
     url = reverse("packs:version", kwargs={"pack_id": cv.pack.pack_id, "version": cv.version})
+    # A new version of an existing pack lands on what changed since the version before it.
+    previous = previous_version(cv) if outcome.created else None
+    if previous is not None:
+        url = reverse("packs:compare", kwargs={"pack_id": cv.pack.pack_id})
+        url += f"?from={previous.version}&to={cv.version}"
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import privileged_views, views
+from runs import privileged_diff, privileged_views, views
 
 app_name = "runs"
 
@@ -46,5 +46,6 @@ urlpatterns = [
         privileged_views.reveal_file,
         name="reveal-file",
     ),
+    path("privileged/packs/<str:pack_id>/diff/", privileged_diff.reveal_diff, name="diff-reveal"),
     path("audit/", privileged_views.audit_log, name="audit-log"),
 ]
