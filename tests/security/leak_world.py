@@ -409,7 +409,10 @@ def build_world(root: Path) -> LeakWorld:
         pack_files(),
     )
     upload_as(users["maintainer of this pack"], pack_folder)
-    contract_version = ContractVersion.objects.get(pack__pack_id="leaky")
+    contract_version = ContractVersion.objects.get(pack__pack_id="leaky", version=1)
+    # A second version whose sealed answers changed: the crawl reaches its diff against v1
+    # (pack page, version page, the upload's landing), which must show digests only.
+    upload_as(users["maintainer of this pack"], second_version(root))
     other = write_pack(root / "other-pack", {"id": "other", "version": 1}, [mc_row("q")], {})
     other_version = pack_import_folder(folder=other).contract_version
     other_version.pack.maintainers.add(users["maintainer of another pack"])
@@ -441,6 +444,18 @@ def build_world(root: Path) -> LeakWorld:
     cache.clear()  # the upload's throttle counts must not carry into the tests
     return LeakWorld(
         root, pack_folder, contract_version, users, reference_runs, wrong_run, open_run
+    )
+
+
+def second_version(root: Path) -> Path:
+    rows = marked_rows()
+    rows[0] = {**rows[0], "eval": {"answer": mark("mc-answer-v2")}}
+    files = {**pack_files(), "hidden/unreferenced.txt": mark("unreferenced-hidden-file-v2")}
+    return write_pack(
+        root / "leaky-pack-v2",
+        {"id": "leaky", "version": 2, "title": "Leak test pack", "description": "Second."},
+        rows,
+        files,
     )
 
 

@@ -176,6 +176,7 @@ def test_a_reviewer_in_debug_mode_sees_every_marker_through_the_audited_accessor
     assert any("/file/" in url for url in privileged)
     assert any(url.endswith("/privileged/logs/") for url in privileged)
     assert any(url.endswith("/privileged/candidate/") for url in privileged)
+    assert any("/privileged/packs/leaky/diff/" in url for url in privileged)
     assert all(status < 500 for status in seen.statuses.values())
     # Every sealed read happened inside the accessor, none in the evaluator's read or
     # anywhere else, and each accessor call left its audit record.
@@ -183,7 +184,9 @@ def test_a_reviewer_in_debug_mode_sees_every_marker_through_the_audited_accessor
     assert probe.by_path(PRIVILEGED) == probe.reads, describe(probe.unattributed())
     assert not probe.by_path(EVALUATOR)
     events = AuditEvent.objects.filter(user=reviewer)
-    sealed_events = events.filter(action__in=["view_resource", "view_file", "list_files"])
+    sealed_events = events.filter(
+        action__in=["view_resource", "view_file", "list_files", "view_diff"]
+    )
     assert sealed_events.count() == len(probe.accessor_calls) > 0
     assert events.filter(action="debug_mode_on").count() == 1
     assert events.filter(action="view_logs").exists() and events.filter(action="view_candidate")
