@@ -15,7 +15,7 @@ from rest_framework.request import Request
 
 from packs.models import ContractVersion
 from runs.bundle import USAGE_KEYS
-from runs.evaluators import EVALUATORS, scoring_problem, stored_metrics
+from runs.evaluators import EVALUATORS, metrics_of, scoring_problem
 from runs.models import Evaluation, ResultStatus, Run, RunMode, TaskResult
 from runs.selectors import public_detail_counts
 
@@ -186,13 +186,7 @@ class MetricsField(serializers.DictField):
 def evaluation_metrics(evaluation: Evaluation) -> dict[str, dict[str, Any]]:
     if not evaluation.is_done:
         return {}
-    shown = stored_metrics(
-        evaluation.evaluator,
-        evaluation.metrics,
-        score=evaluation.score,
-        ci_low=evaluation.ci_low,
-        ci_high=evaluation.ci_high,
-    )
+    shown = metrics_of(evaluation)
     return {name: value.as_json() for name, value in shown}
 
 

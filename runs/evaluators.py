@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 from runs.stats import wilson_interval
 from verifiers.families import get_family
@@ -278,6 +278,28 @@ def stored_metrics(
                 (name, MetricValue(*(data.get(f) for f in ("value", "ci_low", "ci_high", "k"))))
             )
     return shown
+
+
+class ScoredEvaluation(Protocol):
+    """What ``metrics_of`` reads of an evaluation (runs.models.Evaluation has it)."""
+
+    evaluator: str
+    metrics: dict[str, Any]
+    score: float | None
+    ci_low: float | None
+    ci_high: float | None
+
+
+def metrics_of(evaluation: ScoredEvaluation) -> list[tuple[str, MetricValue]]:
+    """An evaluation's metrics as pages, the API and commands show them; none until done
+    (an evaluation in progress has neither metrics nor a score)."""
+    return stored_metrics(
+        evaluation.evaluator,
+        evaluation.metrics,
+        score=evaluation.score,
+        ci_low=evaluation.ci_low,
+        ci_high=evaluation.ci_high,
+    )
 
 
 # --- what a leaderboard ranks by ---------------------------------------------------------------

@@ -13,7 +13,7 @@ from pygments import highlight
 from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer
 
-from runs.evaluators import EVALUATORS, stored_metrics
+from runs.evaluators import EVALUATORS, metrics_of
 from runs.selectors import FamilyRate
 
 register = template.Library()
@@ -129,13 +129,7 @@ def sort_header(context, key: str, label: str, current: str) -> SafeString:
 @register.simple_tag
 def metrics_line(evaluation) -> SafeString:
     """A done evaluation's metrics, as in "pass@1 0.62 · pass@10 0.91"; intervals on hover."""
-    metrics = stored_metrics(
-        evaluation.evaluator,
-        evaluation.metrics,
-        score=evaluation.score,
-        ci_low=evaluation.ci_low,
-        ci_high=evaluation.ci_high,
-    )
+    metrics = metrics_of(evaluation)
     if not metrics:
         return mark_safe("—")  # noqa: S308 - a constant
     return format_html_join(

@@ -13,7 +13,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from runs.evaluators import EvaluatorNotAllowed, allowed_evaluators, stored_metrics
+from runs.evaluators import EvaluatorNotAllowed, allowed_evaluators, metrics_of
 from runs.models import Evaluation, Run
 from runs.services import RunAlreadySubmitted, evaluation_create
 
@@ -74,13 +74,7 @@ def _wait(evaluation: Evaluation, timeout: float) -> Evaluation:
 def _metrics(evaluation: Evaluation) -> list[tuple[str, Any]]:
     if not evaluation.is_done:
         return []
-    return stored_metrics(
-        evaluation.evaluator,
-        evaluation.metrics,
-        score=evaluation.score,
-        ci_low=evaluation.ci_low,
-        ci_high=evaluation.ci_high,
-    )
+    return metrics_of(evaluation)
 
 
 def _summary_line(evaluation: Evaluation) -> str:
