@@ -32,6 +32,18 @@ class FileRoot(models.TextChoices):
     EVAL = "eval", "eval asset root"
 
 
+class VersionState(models.TextChoices):
+    # A new version is a draft until its health report clears it (pack_health): visible to
+    # its maintainers and privileged users only, and no run but the health checks' own.
+    DRAFT = "draft", "draft"
+    PUBLISHED = "published", "published"
+
+
+class PublishPolicy(models.TextChoices):
+    AUTO = "auto", "automatically, once its health checks pass"
+    MANUAL = "manual", "by a maintainer's click"
+
+
 class Pack(models.Model):
     pack_id = models.CharField(max_length=100, unique=True)
     title = models.CharField(max_length=200, blank=True)
@@ -46,6 +58,10 @@ class Pack(models.Model):
     # (packs.access). The first uploader becomes one; admins manage the rest.
     maintainers = models.ManyToManyField(
         settings.AUTH_USER_MODEL, blank=True, related_name="maintained_packs"
+    )
+    # How a new version that passed its health checks becomes published.
+    publish_policy = models.CharField(
+        max_length=16, choices=PublishPolicy.choices, default=PublishPolicy.AUTO
     )
 
     class Meta:
@@ -76,6 +92,19 @@ class ContractVersion(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     uploaded_at = models.DateTimeField(auto_now_add=True)
+    state = models.CharField(
+        max_length=16, choices=VersionState.choices, default=VersionState.DRAFT, db_index=True
+    )
+    published_at = models.DateTimeField(null=True, blank=True)
+    published_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    # The maintainer's written reason when the version was published despite failing (or
+    # unfinished) health checks; shown beside the health badge. Empty for a clean publish.
+    publish_reason = models.TextField(blank=True)
+    # The manifest's `canary:` strings. Sealed: the leak audit looks for them in everything
+    # public, so they are never shown (the stored manifest no longer carries them).
+    canaries = models.JSONField(default=list)
 
     class Meta:
         ordering = ["pack__pack_id", "-version"]

@@ -52,6 +52,7 @@ from packs.models import (
     ResourceFile,
     SealedValue,
     Task,
+    VersionState,
     blob_name,
 )
 from verifiers.lanes import PUBLIC
@@ -394,6 +395,8 @@ def _store_rows(
         file_bytes=sum(entry.size for entry in files.values()),
         source_name=source_name[:255],
         uploaded_by=uploaded_by,
+        # Until the publish gate is wired through every view, new versions are published.
+        state=VersionState.PUBLISHED,
     )
     file_pks = _store_pack_files(contract_version, files.values())
     inserter = _TaskInserter(contract_version.pk, file_pks)

@@ -25,6 +25,8 @@ class CandidateOrigin(models.TextChoices):
     # Oracle candidates are made of reference solutions: privileged data wherever shown.
     ORACLE = "oracle", "oracle (reference solutions)"
     NULL = "null", "null (empty candidates)"
+    # Built-in attack candidates (verifiers.adversarial) of a pack's health checks.
+    ADVERSARIAL = "adversarial", "adversarial (built-in attacks)"
 
 
 class RunMode(models.TextChoices):
@@ -64,6 +66,9 @@ class Run(models.Model):
     # which rule each invalid candidate broke. Only valid runs are ranked.
     valid = models.BooleanField(default=True)
     invalid_reasons = models.JSONField(default=list)
+    # A run of a version's health checks (pack_health): scored like any run, listed on the
+    # health report only, never in run lists or on leaderboards; the only runs a draft takes.
+    health_check = models.BooleanField(default=False, db_index=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -250,6 +255,8 @@ class AuditAction(models.TextChoices):
     ORACLE_EPISODE_RUN = "oracle_episode_run", "opened an oracle episode run"
     EPISODE_PRIVILEGED_INFO = "episode_privileged_info", "an oracle episode read a reference"
     VIEW_DIFF = "view_diff", "viewed sealed changes between versions"
+    VIEW_HEALTH_EVIDENCE = "view_health_evidence", "viewed sealed evidence of a health check"
+    PUBLISH_OVERRIDE = "publish_override", "published a version despite its health checks"
 
 
 class AuditEvent(models.Model):

@@ -138,6 +138,7 @@ INSTALLED_APPS = [
     "securebench_site.apps.SiteConfig",
     "packs",
     "runs",
+    "pack_health",
     "episodes",
 ]
 
