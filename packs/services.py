@@ -30,7 +30,7 @@ from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Model
 
-from packs import access
+from packs import access, hooks
 from packs.compiler import (
     CompiledTask,
     CompileLimits,
@@ -407,6 +407,7 @@ def _store_rows(
         pack.title = manifest.title or pack.title
         pack.description = manifest.description or pack.description
         pack.save(update_fields=["latest_version", "title", "description"])
+    hooks.version_created(contract_version, uploaded_by)
     return contract_version
 
 

@@ -27,6 +27,7 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 from kombu.exceptions import KombuError
 
+from runs import hooks
 from runs.evaluators import TaskCounts, evaluator_get
 from runs.models import (
     OPEN_STATUSES,
@@ -350,6 +351,8 @@ def evaluation_finish_if_done(evaluation_id: int) -> bool:
     updated = finishable.exclude(status=EvaluationStatus.DONE).update(
         status=EvaluationStatus.DONE, finished_at=timezone.now(), **summary
     )
+    if updated == 1:
+        hooks.evaluation_done(evaluation_id)
     return updated == 1
 
 
