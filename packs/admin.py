@@ -39,7 +39,7 @@ class PackAdmin(ReadOnlyAdmin):
 class ContractVersionAdmin(ReadOnlyAdmin):
     list_display = ["pack", "version", "digest", "task_count", "uploaded_by", "uploaded_at"]
     list_filter = ["pack"]
-    exclude = ["compile_report"]
+    exclude = ["compile_report", "canaries"]
 
 
 @admin.register(Task)

@@ -386,6 +386,7 @@ def _store_rows(
         version=manifest.version,
         digest=summary.digest,
         manifest=manifest.canonical,
+        canaries=list(manifest.canaries),
         contract=manifest.contract,
         compile_report=summary.report,
         family_counts=summary.report.get("family_counts", {}),

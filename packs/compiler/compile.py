@@ -131,7 +131,7 @@ class PackCompilation:
             for tree in (self.trees.public, self.trees.eval)
             for path, entry in sorted(tree.files.items())
         }
-        self._digest = PackDigest(manifest.canonical)
+        self._digest = PackDigest(manifest.digest_source)
         self._counts = _ReportCounts()
         self._read = False
 

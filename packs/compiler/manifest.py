@@ -37,11 +37,16 @@ MANIFEST_KEYS = (
     "asset_roots",
     "asset_defaults",
     "contract",
+    "canary",
 )
 DEFAULT_ROOTS = {"public": "assets/", "eval": "hidden/"}
 # The id appears in URLs, so it is restricted to characters that never need escaping.
 ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 EVALUATION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*@[1-9][0-9]*$")
+# A canary shorter than this would turn up in public text by chance.
+MIN_CANARY_CHARS = 8
+MAX_CANARY_CHARS = 1000
+MAX_CANARIES = 100
 
 
 @dataclass(frozen=True)
@@ -56,7 +61,19 @@ class Manifest:
     eval_root: str  # normalised, e.g. "hidden"
     read_only_default: bool
     contract: dict[str, Any] | None
-    canonical: dict[str, Any]  # the manifest as parsed (for storage and the digest)
+    # The manifest as parsed, minus `canary` (sealed): stored and shown, so public.
+    canonical: dict[str, Any]
+    # The author's canary strings: sealed, kept apart from the public manifest so the leak
+    # audit can look for them in everything public.
+    canaries: tuple[str, ...] = ()
+
+    @property
+    def digest_source(self) -> dict[str, Any]:
+        """What the pack digest covers: the canonical manifest plus the canaries, so two
+        uploads that differ only in their canaries are different content."""
+        if not self.canaries:
+            return self.canonical  # the same digest as before canaries existed
+        return {**self.canonical, "canary": list(self.canaries)}
 
 
 def load_manifest(pack: Path, name: str, limits: CompileLimits) -> Manifest:
@@ -166,6 +183,8 @@ def _check(data: dict[str, Any], pack: Path) -> list[FieldProblem]:
         if key in data:
             problems += spec.check(data[key], key)
     problems += _check_asset_roots(data, pack)
+    if "canary" in data:
+        problems += _check_canary(data["canary"])
     return problems
 
 
@@ -244,6 +263,36 @@ _PLAIN_FIELDS = {
 }
 
 
+def _check_canary(value: Any) -> list[FieldProblem]:
+    """One string or a non-empty list of strings, each long enough not to occur by chance.
+    Messages never repeat the value: canaries are sealed."""
+    rule = (
+        f"must be a string of {MIN_CANARY_CHARS} to {MAX_CANARY_CHARS} characters"
+        " (surrounding spaces not counted)"
+    )
+    if isinstance(value, str):
+        return [] if _canary_ok(value) else [("canary", rule)]
+    if not isinstance(value, list) or not value:
+        return [("canary", "must be a string or a non-empty list of strings")]
+    if len(value) > MAX_CANARIES:
+        return [("canary", f"may list at most {MAX_CANARIES} canary strings")]
+    return [
+        (f"canary[{index}]", rule)
+        for index, item in enumerate(value)
+        if not isinstance(item, str) or not _canary_ok(item)
+    ]
+
+
+def _canary_ok(text: str) -> bool:
+    return MIN_CANARY_CHARS <= len(text.strip()) <= MAX_CANARY_CHARS
+
+
+def _canaries(value: Any) -> tuple[str, ...]:
+    items = [value] if isinstance(value, str) else list(value or [])
+    # Stripped (the spaces around a YAML scalar are no part of the marker), first seen kept.
+    return tuple(dict.fromkeys(item.strip() for item in items))
+
+
 def _check_asset_roots(data: dict[str, Any], pack: Path) -> list[FieldProblem]:
     roots = data.get("asset_roots", {})
     if not isinstance(roots, dict):
@@ -303,5 +352,6 @@ def _build(data: dict[str, Any]) -> Manifest:
         eval_root=normalise(roots.get("eval", DEFAULT_ROOTS["eval"])),
         read_only_default=data.get("asset_defaults", {}).get("read_only", True),
         contract=data.get("contract"),
-        canonical=data,
+        canonical={key: value for key, value in data.items() if key != "canary"},
+        canaries=_canaries(data.get("canary")),
     )

@@ -438,3 +438,88 @@ def test_a_nul_character_in_the_manifest_is_refused(tmp_path):
         compile_pack(tmp_path)
 
     assert "NUL character" in str(caught.value)
+
+
+# --- canaries (sealed: never in the stored manifest) -------------------------------------------
+
+
+def test_a_canary_is_kept_apart_from_the_public_manifest(tmp_path):
+    manifest = compile_pack(
+        write_pack(tmp_path, "id: demo\nversion: 1\ncanary: '  BENCH-CANARY-1234  '\n")
+    ).manifest
+
+    assert manifest.canaries == ("BENCH-CANARY-1234",)
+    assert manifest.canonical == {"id": "demo", "version": 1}
+
+
+def test_a_list_of_canaries_keeps_its_order_without_repeats(tmp_path):
+    items = ("first-canary-a", "second-canary-b", "first-canary-a")
+    text = "id: demo\nversion: 1\ncanary:\n" + "".join(f"  - {item}\n" for item in items)
+
+    manifest = compile_pack(write_pack(tmp_path, text)).manifest
+
+    assert manifest.canaries == ("first-canary-a", "second-canary-b")
+    assert "canary" not in manifest.canonical
+
+
+BAD_CANARIES = [
+    ("canary: short\n", "canary", 3, "must be a string of 8 to 1000 characters"),
+    ("canary: '   seven  '\n", "canary", 3, "surrounding spaces not counted"),
+    (f"canary: {'x' * 1001}\n", "canary", 3, "must be a string of 8 to 1000 characters"),
+    ("canary: 123456789\n", "canary", 3, "must be a string or a non-empty list of strings"),
+    ("canary: []\n", "canary", 3, "must be a string or a non-empty list of strings"),
+    ("canary: {a: long-enough-1}\n", "canary", 3, "must be a string or a non-empty list"),
+    ("canary:\n  - long-enough-1\n  - tiny\n", "canary[1]", 5, "must be a string of 8"),
+    ("canary:\n  - long-enough-1\n  - 123456789\n", "canary[1]", 5, "must be a string of 8"),
+]
+
+
+@pytest.mark.parametrize(("text", "field", "line", "message"), BAD_CANARIES)
+def test_it_rejects_a_bad_canary_without_repeating_it(tmp_path, text, field, line, message):
+    problem = only_problem(write_pack(tmp_path, "id: demo\nversion: 1\n" + text))
+
+    assert (problem.file, problem.field, problem.line) == ("manifest.yaml", field, line)
+    assert message in problem.message
+    for secret in ("short", "seven", "tiny", "123456789", "long-enough"):
+        assert secret not in str(problem)
+
+
+def test_too_many_canaries_are_refused(tmp_path):
+    items = "".join(f"  - canary-number-{n}\n" for n in range(101))
+
+    problem = only_problem(write_pack(tmp_path, f"id: demo\nversion: 1\ncanary:\n{items}"))
+
+    assert problem.field == "canary" and "at most 100" in problem.message
+
+
+def test_the_digest_covers_the_canaries(tmp_path):
+    """Two uploads that differ only in their canary are different content (the canary is
+    not in the stored manifest, so it must reach the digest another way)."""
+
+    def digest(name: str, extra: str) -> str:
+        return compile_pack(write_pack(tmp_path / name, "id: demo\nversion: 1\n" + extra)).digest
+
+    plain = digest("plain", "")
+    first = digest("first", "canary: first-canary-a\n")
+    second = digest("second", "canary: second-canary-b\n")
+
+    assert len({plain, first, second}) == 3
+    assert first == digest("again", "canary: [first-canary-a]\n")
+
+
+@pytest.mark.django_db
+def test_a_stored_version_keeps_its_canary_sealed(tmp_path, client):
+    from packs.services import pack_import_folder  # noqa: PLC0415 - needs Django
+    from tests.conftest import make_user  # noqa: PLC0415
+
+    folder = write_pack(tmp_path, "id: demo\nversion: 1\ncanary: SB-CANARY-7f3c2a9e\n")
+
+    version = pack_import_folder(folder=folder).contract_version
+
+    assert version.canaries == ["SB-CANARY-7f3c2a9e"]
+    assert "canary" not in version.manifest
+    client.force_login(make_user("boss", superuser=True))
+    for url in ("/packs/demo/v1/", "/api/v1/packs/demo/versions/1/", "/api/v1/packs/demo/"):
+        response = client.get(url)
+        assert response.status_code == 200, url
+        assert b"7f3c2a9e" not in response.content, url
