@@ -39,7 +39,7 @@ from runs import access, privileged
 from runs import selectors as run_selectors
 from runs.evaluators import scoring_problem
 from runs.models import AuditAction, Run, RunSource, TaskResult
-from runs.services import RunMetadata
+from runs.services import RunMetadata, draft_refusal
 
 EPISODES_PER_PAGE = 50
 # htmx stops polling an element whose answer has this status (and still swaps it in).
@@ -56,13 +56,19 @@ HTMX_STOP_POLLING = 286
 def episode_run_open_view(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
     if not access.can_submit(request.user):
         raise PermissionDenied("Opening a run needs the submitter role.")
-    contract_version = pack_selectors.version_get(pack_id, version)
+    contract_version = pack_selectors.visible_version_get(pack_id, version, user=request.user)
+    # A draft takes no run but its health checks (runs.services refuses it too); its page
+    # says so, so only a hand-made request gets this far.
+    refusal = draft_refusal(contract_version)
     if request.method != "POST":
+        if refusal is not None:
+            messages.error(request, refusal)
+            return redirect("packs:version", pack_id=pack_id, version=version)
         return _open_page(request, contract_version, EpisodeRunForm())
     form = EpisodeRunForm(request.POST)
     if not form.is_valid():
         return _open_page(request, contract_version, form, status=400)
-    if (problem := scoring_problem(contract_version.contract)) is not None:
+    if (problem := refusal or scoring_problem(contract_version.contract)) is not None:
         form.add_error(None, problem)
         return _open_page(request, contract_version, form, status=400)
     oracle = None

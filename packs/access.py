@@ -9,6 +9,11 @@ asks these functions; runs.access builds the run rules on top of them.
   pack's maintainers, and only in debug mode (runs.privileged checks that part).
 - A new version of an existing pack may be added by its maintainers and superusers; the
   first uploader of a pack becomes its maintainer.
+- A draft version (not published yet: its health checks are running or failed) exists only
+  for the pack's maintainers, privileged users and superusers. To everyone else it is a 404
+  like a version never stored: no page, API answer, file, list entry or count gives it away,
+  and a pack whose versions are all drafts is hidden likewise. ``version_visibility`` is the
+  one rule; every other function here that names versions is built on it.
 """
 
 from __future__ import annotations
@@ -21,10 +26,10 @@ from django.conf import settings
 from django.contrib.auth.decorators import login_not_required
 from django.contrib.auth.views import redirect_to_login
 from django.core.exceptions import PermissionDenied
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 
-from packs.models import Pack
+from packs.models import ContractVersion, Pack, VersionState
 
 BROWSE = "packs.browse"
 VIEW_PRIVILEGED = "packs.view_privileged"
@@ -50,12 +55,61 @@ def check_browse(user: Any) -> None:
 
 
 def visible_packs(user: Any) -> QuerySet[Pack]:
-    """Packs a user may see in lists and by id: every pack, for anyone who may browse."""
-    return Pack.objects.all() if can_browse(user) else Pack.objects.none()
+    """Packs a user may see in lists and by id: those with a version the user may see."""
+    if not can_browse(user):
+        return Pack.objects.none()
+    if sees_every_draft(user):
+        return Pack.objects.all()
+    visible = ContractVersion.objects.filter(version_visibility(user), pack=OuterRef("pk"))
+    return Pack.objects.filter(Exists(visible))
+
+
+def visible_versions(user: Any) -> QuerySet[ContractVersion]:
+    """Contract versions a user may see: published ones, and drafts of the packs they may see
+    drafts of. Browsing is needed for any."""
+    if not can_browse(user):
+        return ContractVersion.objects.none()
+    return ContractVersion.objects.filter(version_visibility(user))
+
+
+def version_visibility(user: Any, prefix: str = "") -> Q:
+    """The filter for versions the user may see (browsing checked apart), on a queryset of
+    contract versions or, with ``prefix`` (``"contract_version__"``), of rows that name one."""
+    if sees_every_draft(user):
+        return Q()
+    visible = Q(**{f"{prefix}state": VersionState.PUBLISHED})
+    if is_member(user):
+        # A subquery rather than a join on the maintainers table: a join would repeat a
+        # published version once per maintainer of its pack.
+        maintained = Pack.objects.filter(maintainers=user).values("pk")
+        visible |= Q(**{f"{prefix}pack__in": maintained})
+    return visible
+
+
+def can_see_version(user: Any, version: ContractVersion) -> bool:
+    """The one-version form of ``version_visibility`` (for a version already loaded)."""
+    if not can_browse(user):
+        return False
+    return version.state == VersionState.PUBLISHED or sees_drafts(user, version.pack)
+
+
+def sees_drafts(user: Any, pack: Pack) -> bool:
+    """Drafts of a pack are for the people who own or review it: the same people as its
+    privileged information (but no debug mode is needed to see that a draft exists)."""
+    return can_view_privileged(user, pack)
+
+
+def sees_every_draft(user: Any) -> bool:
+    return is_member(user) and (user.is_superuser or user.has_perm(VIEW_PRIVILEGED))
 
 
 def maintains(user: Any, pack: Pack) -> bool:
     return is_member(user) and pack.maintainers.filter(pk=user.pk).exists()
+
+
+def can_manage(user: Any, pack: Pack) -> bool:
+    """Settings of a pack (how its versions are published): its maintainers and superusers."""
+    return is_member(user) and (user.is_superuser or maintains(user, pack))
 
 
 def can_view_privileged(user: Any, pack: Pack) -> bool:

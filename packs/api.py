@@ -39,7 +39,9 @@ class PackSerializer(serializers.Serializer):
     id = serializers.CharField(source="pack_id")
     title = serializers.CharField()
     description = serializers.CharField()
-    latest_version = serializers.IntegerField()
+    latest_version = serializers.IntegerField(
+        source="shown_version", help_text="the latest version you may see"
+    )
     url = serializers.SerializerMethodField()
 
     def get_url(self, pack) -> str:
@@ -52,6 +54,9 @@ class VersionSerializer(serializers.Serializer):
     pack = serializers.CharField(source="pack.pack_id")
     version = serializers.IntegerField()
     digest = serializers.CharField()
+    state = serializers.CharField(
+        help_text="published, or draft (seen by the pack's maintainers and reviewers only)"
+    )
     task_count = serializers.IntegerField()
     family_counts = serializers.DictField(child=serializers.IntegerField())
     lane_counts = serializers.DictField(child=serializers.IntegerField())
@@ -117,8 +122,8 @@ class PackListApi(APIView):
 class PackDetailApi(APIView):
     @extend_schema(operation_id="pack_detail", responses=PackDetailOutput)
     def get(self, request: Request, pack_id: str) -> Response:
-        pack = selectors.pack_get(pack_id)
-        versions = pack.versions.select_related("pack").order_by("-version")
+        pack = selectors.pack_get(pack_id, user=request.user)
+        versions = selectors.pack_versions(pack, user=request.user).select_related("pack")
         return Response(
             {
                 **PackSerializer(pack, context={"request": request}).data,
@@ -132,7 +137,7 @@ class PackDetailApi(APIView):
 class VersionDetailApi(APIView):
     @extend_schema(responses=VersionSerializer)
     def get(self, request: Request, pack_id: str, version: int) -> Response:
-        cv = selectors.version_get(pack_id, version)
+        cv = selectors.visible_version_get(pack_id, version, user=request.user)
         return Response(VersionSerializer(cv, context={"request": request}).data)
 
 
@@ -142,7 +147,7 @@ class VersionTasksApi(APIView):
 
     @extend_schema(responses=AgentTaskSerializer(many=True))
     def get(self, request: Request, pack_id: str, version: int) -> Response:
-        cv = selectors.version_get(pack_id, version)
+        cv = selectors.visible_version_get(pack_id, version, user=request.user)
         paginator = PageNumberPagination()
         page = paginator.paginate_queryset(
             selectors.version_tasks(cv).only("task_id", "family", "agent_payload"),
@@ -167,7 +172,7 @@ class AgentBundleApi(APIView):
         responses={(200, "application/zip"): OpenApiTypes.BINARY},
     )
     def get(self, request: Request, pack_id: str, version: int) -> StreamingHttpResponse:
-        cv = selectors.version_get(pack_id, version)
+        cv = selectors.visible_version_get(pack_id, version, user=request.user)
         response = StreamingHttpResponse(agent_bundle_chunks(cv), content_type="application/zip")
         response["Content-Disposition"] = f'attachment; filename="{bundle_filename(cv)}"'
         return response
@@ -178,7 +183,8 @@ class PublicFileApi(APIView):
 
     @extend_schema(responses={(200, "application/octet-stream"): bytes})
     def get(self, request: Request, pack_id: str, version: int, path: str) -> FileResponse:
-        return public_file_response(selectors.version_get(pack_id, version), path)
+        cv = selectors.visible_version_get(pack_id, version, user=request.user)
+        return public_file_response(cv, path)
 
 
 class PackUploadApi(APIView):

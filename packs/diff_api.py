@@ -137,8 +137,9 @@ class VersionDiffApi(APIView):
     )
     def get(self, request: Request, pack_id: str) -> Response:
         old_number, new_number = _number(request, "from"), _number(request, "to")
-        old = selectors.version_get(pack_id, old_number)
-        new = selectors.version_get(pack_id, new_number)
+        # A draft the user may not see is a 404 on either side, like a version never stored.
+        old = selectors.visible_version_get(pack_id, old_number, user=request.user)
+        new = selectors.visible_version_get(pack_id, new_number, user=request.user)
         if old.pk == new.pk:
             raise ValidationError({"to": ["Choose a version other than 'from'."]})
         page_number = request.query_params.get("page") or "1"

@@ -41,14 +41,15 @@ def _version_number(request: HttpRequest, name: str) -> int | None:
 
 
 def compare_choice(request: HttpRequest, pack: Pack) -> Choice:
-    """The two versions asked for. Without `to`: the latest; without `from`: the version just
-    before `to`. A version that does not exist is a 404."""
+    """The two versions asked for, among those the user may see. Without `to`: the latest;
+    without `from`: the version just before `to`. A version that does not exist, or that the
+    user may not see (a draft), is a 404."""
+    user = request.user
     old_number, new_number = _version_number(request, "from"), _version_number(request, "to")
-    new = selectors.version_get(pack.pack_id, new_number or pack.latest_version)
+    new = selectors.visible_version_get(pack.pack_id, new_number or pack.shown_version, user=user)
     if old_number is None:
-        earlier = pack.versions.filter(version__lt=new.version).order_by("-version").first()
-        return Choice(earlier, new)
-    old = selectors.version_get(pack.pack_id, old_number)
+        return Choice(selectors.previous_visible_version(new, user=user), new)
+    old = selectors.visible_version_get(pack.pack_id, old_number, user=user)
     if old.pk == new.pk:
         raise CompareInputError(
             f"Both sides are v{old.version}: a version compared with itself has no changes. "
@@ -60,8 +61,10 @@ def compare_choice(request: HttpRequest, pack: Pack) -> Choice:
 @require_GET
 @access.browse_view
 def version_compare(request: HttpRequest, pack_id: str) -> HttpResponse:
-    pack = selectors.pack_get(pack_id)
-    versions = list(pack.versions.order_by("-version").values_list("version", flat=True))
+    pack = selectors.pack_get(pack_id, user=request.user)
+    versions = list(
+        selectors.pack_versions(pack, user=request.user).values_list("version", flat=True)
+    )
     if not versions:
         raise Http404("This pack has no versions.")
     context: dict = {

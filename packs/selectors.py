@@ -11,6 +11,7 @@ from typing import Any
 
 from django.core.files.storage import storages
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from packs import access
@@ -28,9 +29,14 @@ from verifiers.task import TaskFile, TaskLanes
 
 
 def pack_list(*, user: Any, query: str = "", family: str = "") -> QuerySet[Pack]:
-    latest = ContractVersion.objects.filter(pack=OuterRef("pk"), version=OuterRef("latest_version"))
+    """Packs the user may see, each with its latest version *for this user* (``shown_version``,
+    its task count and families) and how many versions the user may see."""
+    visible = _visible_of_pack(user)
+    latest = visible.order_by("-version")
+    counted = visible.order_by().values("pack").annotate(n=Count("pk")).values("n")
     packs = access.visible_packs(user).annotate(
-        version_count=Count("versions"),
+        shown_version=Subquery(latest.values("version")[:1]),
+        version_count=Coalesce(Subquery(counted), 0),
         latest_task_count=Subquery(latest.values("task_count")[:1]),
         latest_families=Subquery(latest.values("family_counts")[:1]),
     )
@@ -41,21 +47,58 @@ def pack_list(*, user: Any, query: str = "", family: str = "") -> QuerySet[Pack]
             | Q(description__icontains=query)
         )
     if family:
-        packs = packs.filter(
-            Exists(Task.objects.filter(contract_version__pack=OuterRef("pk"), family=family))
+        tasks = Task.objects.filter(
+            access.version_visibility(user, "contract_version__"),
+            contract_version__pack=OuterRef("pk"),
+            family=family,
         )
+        packs = packs.filter(Exists(tasks))
     return packs.order_by("pack_id")
 
 
-def known_families() -> list[str]:
-    return list(Task.objects.order_by("family").values_list("family", flat=True).distinct())
+def known_families(*, user: Any) -> list[str]:
+    """Families of the tasks in versions the user may see (a draft's new family stays unseen)."""
+    tasks = Task.objects.filter(access.version_visibility(user, "contract_version__"))
+    return list(tasks.order_by("family").values_list("family", flat=True).distinct())
 
 
-def pack_get(pack_id: str) -> Pack:
-    return get_object_or_404(Pack, pack_id=pack_id)
+def pack_get(pack_id: str, *, user: Any) -> Pack:
+    """A pack the user may see, with ``shown_version`` (the latest version they may see);
+    404 otherwise, as for a pack never stored."""
+    latest = _visible_of_pack(user).order_by("-version").values("version")[:1]
+    packs = access.visible_packs(user).annotate(shown_version=Subquery(latest))
+    return get_object_or_404(packs, pack_id=pack_id)
+
+
+def _visible_of_pack(user: Any) -> QuerySet[ContractVersion]:
+    """Versions the user may see of the pack of the outer query (for subqueries)."""
+    return ContractVersion.objects.filter(access.version_visibility(user), pack=OuterRef("pk"))
+
+
+def pack_versions(pack: Pack, *, user: Any) -> QuerySet[ContractVersion]:
+    """The pack's versions the user may see, newest first."""
+    return access.visible_versions(user).filter(pack=pack).order_by("-version")
+
+
+def visible_version_get(pack_id: str, version: int, *, user: Any) -> ContractVersion:
+    """A version the user may see (packs.access); a draft is a 404 for anyone else, exactly
+    like a version never stored. Every page, API view and download of packs asks this."""
+    return get_object_or_404(
+        access.visible_versions(user).select_related("pack", "uploaded_by", "published_by"),
+        pack__pack_id=pack_id,
+        version=version,
+    )
+
+
+def previous_visible_version(cv: ContractVersion, *, user: Any) -> ContractVersion | None:
+    """The version just below this one that the user may see (numbers may skip)."""
+    return pack_versions(cv.pack, user=user).filter(version__lt=cv.version).first()
 
 
 def version_get(pack_id: str, version: int) -> ContractVersion:
+    """Any stored version, drafts included, with no access check: for trusted code and for
+    views that check a stronger right themselves (runs' privileged views: whoever holds the
+    privilege on a pack may see its drafts). Pages and APIs use ``visible_version_get``."""
     return get_object_or_404(
         ContractVersion.objects.select_related("pack", "uploaded_by"),
         pack__pack_id=pack_id,

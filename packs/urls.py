@@ -8,6 +8,7 @@ urlpatterns = [
     path("", views.pack_list, name="list"),
     path("<str:pack_id>/", views.pack_detail, name="detail"),
     path("<str:pack_id>/compare/", diff_views.version_compare, name="compare"),
+    path("<str:pack_id>/publish-policy/", views.pack_publish_policy, name="publish-policy"),
     path("<str:pack_id>/v<int:version>/", views.version_detail, name="version"),
     path(
         "<str:pack_id>/v<int:version>/tasks/<path:task_id>",

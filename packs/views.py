@@ -5,21 +5,23 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
 from django.db.models import Sum
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
-from packs import access, selectors
+from packs import access, hooks, selectors
 from packs.compiler import Problem, agent_task_json
 from packs.diff import previous_version
 from packs.files import public_file_response
 from packs.forms import PackFilterForm, PackUploadForm, too_large_message
-from packs.models import ContractVersion, Pack, Task
+from packs.models import ContractVersion, PublishPolicy, Task, VersionState
+from packs.publishing import PolicyRefused, pack_set_publish_policy, policy_text
 from packs.services import UploadRejected, pack_import_upload
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
 from verifiers.families import get_family
@@ -37,13 +39,13 @@ def paginate(request: HttpRequest, items, per_page: int) -> Page:
 @require_GET
 @access.browse_view
 def home(request: HttpRequest) -> HttpResponse:
-    totals = ContractVersion.objects.aggregate(tasks=Sum("task_count"))
-    recent = ContractVersion.objects.select_related("pack", "uploaded_by").order_by("-uploaded_at")[
-        :8
-    ]
+    # Counts and the recent list are of what this user may see: a draft shows nowhere else.
+    versions = access.visible_versions(request.user)
+    totals = versions.aggregate(tasks=Sum("task_count"))
+    recent = versions.select_related("pack", "uploaded_by").order_by("-uploaded_at")[:8]
     context = {
-        "pack_count": Pack.objects.count(),
-        "version_count": ContractVersion.objects.count(),
+        "pack_count": access.visible_packs(request.user).count(),
+        "version_count": versions.count(),
         "task_count": totals["tasks"] or 0,
         "recent_versions": recent,
     }
@@ -65,7 +67,7 @@ def pack_list(request: HttpRequest) -> HttpResponse:
         "page": page,
         "query": query,
         "family": family,
-        "families": selectors.known_families(),
+        "families": selectors.known_families(user=request.user),
     }
     template = "packs/pack_list.html#pack-table" if request.htmx else "packs/pack_list.html"
     return render(request, template, context)
@@ -74,16 +76,39 @@ def pack_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @access.browse_view
 def pack_detail(request: HttpRequest, pack_id: str) -> HttpResponse:
-    pack = selectors.pack_get(pack_id)
-    versions = pack.versions.select_related("uploaded_by").order_by("-version")
+    pack = selectors.pack_get(pack_id, user=request.user)
+    versions = selectors.pack_versions(pack, user=request.user).select_related("uploaded_by")
     page = paginate(request, versions, VERSIONS_PER_PAGE)
-    return render(request, "packs/pack_detail.html", {"pack": pack, "page": page})
+    context = {
+        "pack": pack,
+        "page": page,
+        "can_manage": access.can_manage(request.user, pack),
+        "policies": PublishPolicy.choices,
+    }
+    return render(request, "packs/pack_detail.html", context)
+
+
+@require_POST
+@login_required
+def pack_publish_policy(request: HttpRequest, pack_id: str) -> HttpResponse:
+    """A maintainer chooses how the pack's new versions are published (auto or manual)."""
+    pack = selectors.pack_get(pack_id, user=request.user)
+    try:
+        pack_set_publish_policy(pack, request.POST.get("publish_policy", ""), user=request.user)
+    except PolicyRefused as refused:
+        raise PermissionDenied(str(refused)) from refused
+    except ValueError as bad:
+        messages.error(request, str(bad))
+    else:
+        text = f"New versions of {pack.pack_id} are published {policy_text(pack)}."
+        messages.success(request, text)
+    return redirect("packs:detail", pack_id=pack.pack_id)
 
 
 @require_GET
 @access.browse_view
 def version_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
-    contract_version = selectors.version_get(pack_id, version)
+    contract_version = selectors.visible_version_get(pack_id, version, user=request.user)
     family = request.GET.get("family", "")
     tasks = selectors.tasks_with_resource_summaries(
         selectors.version_tasks(contract_version, family=family)
@@ -102,8 +127,23 @@ def version_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResp
         "families": sorted(contract_version.family_counts.items()),
         "can_reveal": access.can_view_privileged(request.user, contract_version.pack),
     }
+    if not request.htmx:
+        context |= _version_frame(request, contract_version)
     template = "packs/version_detail.html#matrix" if request.htmx else "packs/version_detail.html"
     return render(request, template, context)
+
+
+def _version_frame(request: HttpRequest, cv: ContractVersion) -> dict:
+    """The version page around its matrix: state, neighbours, and other apps' panels."""
+    latest = selectors.pack_versions(cv.pack, user=request.user).first()
+    return {
+        "is_draft": cv.state == VersionState.DRAFT,
+        "previous": selectors.previous_visible_version(cv, user=request.user),
+        "latest": latest if latest is not None and latest.version > cv.version else None,
+        # Fragments registered by apps above packs (the health report); each checks what
+        # this user may see of it.
+        "panels": hooks.version_panels(request, cv),
+    }
 
 
 def _matrix_row(task: Task, columns: list[selectors.VisibilityColumn]) -> dict:
@@ -114,7 +154,7 @@ def _matrix_row(task: Task, columns: list[selectors.VisibilityColumn]) -> dict:
 @require_GET
 @access.browse_view
 def task_detail(request: HttpRequest, pack_id: str, version: int, task_id: str) -> HttpResponse:
-    contract_version = selectors.version_get(pack_id, version)
+    contract_version = selectors.visible_version_get(pack_id, version, user=request.user)
     task = selectors.task_get(contract_version, task_id)
     context = {
         "cv": contract_version,
@@ -137,7 +177,8 @@ def task_detail(request: HttpRequest, pack_id: str, version: int, task_id: str) 
 @require_GET
 @access.browse_view
 def public_file(request: HttpRequest, pack_id: str, version: int, path: str) -> FileResponse:
-    return public_file_response(selectors.version_get(pack_id, version), path)
+    cv = selectors.visible_version_get(pack_id, version, user=request.user)
+    return public_file_response(cv, path)
 
 
 def _upload_page(

@@ -36,9 +36,11 @@ def visible_runs(user: Any) -> QuerySet[Run]:
     if pack_access.is_member(user) and user.is_superuser:
         return Run.objects.all()
     submitted = Q(submitted_at__isnull=False)
+    # A draft's runs (its health checks') are for the people who may see the draft.
+    drafts_hidden = pack_access.version_visibility(user, "contract_version__")
     if pack_access.is_member(user):
-        return Run.objects.filter(submitted | Q(submitted_by=user))
-    return Run.objects.filter(submitted)
+        return Run.objects.filter(submitted | Q(submitted_by=user)).filter(drafts_hidden)
+    return Run.objects.filter(submitted).filter(drafts_hidden)
 
 
 def check_run_visible(user: Any, run: Run) -> None:

@@ -230,7 +230,8 @@ class RunListCreateApi(RunApiView):
     def get(self, request: Request) -> Response:
         filters = RunFilter(data=request.query_params)
         filters.is_valid(raise_exception=True)
-        runs = _runs(request).order_by("-created_at", "-id")
+        # A version's health-check runs are listed on its health report, never here.
+        runs = _runs(request).filter(health_check=False).order_by("-created_at", "-id")
         if "pack" in filters.validated_data:
             runs = runs.filter(contract_version__pack__pack_id=filters.validated_data["pack"])
         if "version" in filters.validated_data:
@@ -259,7 +260,7 @@ class RunListCreateApi(RunApiView):
     )
     def post(self, request: Request) -> Response:
         _cap_body(request, settings.DATA_UPLOAD_MAX_MEMORY_SIZE)
-        payload = RunMetadataInput(data=request.data)
+        payload = RunMetadataInput(data=request.data, context={"request": request})
         payload.is_valid(raise_exception=True)
         data = payload.validated_data
         metadata = RunMetadata(
@@ -415,7 +416,7 @@ class RunBundleApi(RunApiView):
         data = request.data
         if upload_was_too_large(request._request):
             raise _bundle_too_large()
-        payload = BundleInput(data=data)
+        payload = BundleInput(data=data, context={"request": request})
         payload.is_valid(raise_exception=True)
         fields = payload.validated_data
         try:

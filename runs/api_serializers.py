@@ -13,11 +13,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.request import Request
 
+from packs import access as pack_access
 from packs.models import ContractVersion
 from runs.bundle import USAGE_KEYS
 from runs.evaluators import EVALUATORS, metrics_of, scoring_problem
 from runs.models import Evaluation, ResultStatus, Run, RunMode, TaskResult
 from runs.selectors import public_detail_counts
+from runs.services import draft_refusal
 
 MAX_BATCH_ITEMS = 1000
 
@@ -58,27 +60,25 @@ class UsageField(serializers.DictField):
         return value
 
 
-def contract_version_or_errors(pack: str, version: int) -> ContractVersion:
-    """The contract version a run targets; unknown ones, and ones whose contract allows no
-    scorer this site knows (runs.evaluators), are a 400 naming the field."""
+def contract_version_or_errors(pack: str, version: int, *, user: Any) -> ContractVersion:
+    """The contract version a run targets; unknown ones, drafts, and ones whose contract allows
+    no scorer this site knows (runs.evaluators), are a 400 naming the field. A version the
+    user may not see (another pack's draft) is unknown, in the same words."""
+    versions = pack_access.visible_versions(user)
     contract_version = (
-        ContractVersion.objects.select_related("pack")
-        .filter(pack__pack_id=pack, version=version)
-        .first()
+        versions.select_related("pack").filter(pack__pack_id=pack, version=version).first()
     )
     if contract_version is not None:
-        problem = scoring_problem(contract_version.contract)
+        problem = draft_refusal(contract_version) or scoring_problem(contract_version.contract)
         if problem is not None:
             raise serializers.ValidationError({"version": [problem]})
         return contract_version
-    versions = list(
-        ContractVersion.objects.filter(pack__pack_id=pack)
-        .order_by("version")
-        .values_list("version", flat=True)
+    numbers = list(
+        versions.filter(pack__pack_id=pack).order_by("version").values_list("version", flat=True)
     )
-    if not versions:
+    if not numbers:
         raise serializers.ValidationError({"pack": [f"There is no pack {pack!r}."]})
-    known = ", ".join(str(v) for v in versions)
+    known = ", ".join(str(v) for v in numbers)
     raise serializers.ValidationError(
         {"version": [f"Pack {pack!r} has no version {version} (it has: {known})."]}
     )
@@ -102,7 +102,9 @@ class RunMetadataInput(StrictSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs["contract_version"] = contract_version_or_errors(attrs["pack"], attrs["version"])
+        attrs["contract_version"] = contract_version_or_errors(
+            attrs["pack"], attrs["version"], user=self.context["request"].user
+        )
         return attrs
 
 
@@ -343,7 +345,9 @@ class BundleInput(StrictSerializer):
     )
 
     def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        attrs["contract_version"] = contract_version_or_errors(attrs["pack"], attrs["version"])
+        attrs["contract_version"] = contract_version_or_errors(
+            attrs["pack"], attrs["version"], user=self.context["request"].user
+        )
         return attrs
 
 

@@ -1,18 +1,35 @@
 from __future__ import annotations
 
+from typing import Any
+
 from django import forms
 from django.conf import settings
+from django.forms.models import ModelChoiceIterator
 from django.template.defaultfilters import filesizeformat
 
-from packs.models import ContractVersion
+from packs import access as pack_access
+from packs.models import ContractVersion, VersionState
 from runs.evaluators import scoring_problem
 from runs.models import AuditAction, EvaluationStatus, ResultStatus
 from runs.selectors import RESULT_SORTS, VERDICT_CATEGORIES, submittable_versions
+from runs.services import draft_refusal
 
 BUNDLE_SUFFIXES = (".jsonl", ".zip", ".tar.gz", ".tgz")
 
 
+class PublishedChoices(ModelChoiceIterator):
+    """The choices offered: published versions only (no run may target a draft). The field
+    still accepts any version the user may see, so that picking a draft is answered with why
+    it is refused rather than "not one of the choices"."""
+
+    def __init__(self, field: forms.ModelChoiceField) -> None:
+        super().__init__(field)
+        self.queryset = self.queryset.filter(state=VersionState.PUBLISHED)
+
+
 class ContractVersionChoiceField(forms.ModelChoiceField):
+    iterator = PublishedChoices
+
     def label_from_instance(self, obj: ContractVersion) -> str:
         return f"{obj.pack.pack_id} v{obj.version}"
 
@@ -41,12 +58,17 @@ class RunSubmitForm(forms.Form):
         help_text="A .jsonl file with one candidate per line, or a .zip / .tar.gz holding one.",
     )
 
-    def __init__(self, *args, **kwargs) -> None:
+    def __init__(self, *args, user: Any = None, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["contract_version"].queryset = submittable_versions()  # type: ignore[attr-defined]
+        # Versions the user may not see are not there at all (a draft of someone else's pack
+        # is "not one of the choices", like a version never stored).
+        versions = submittable_versions().filter(pack_access.version_visibility(user))
+        self.fields["contract_version"].queryset = versions  # type: ignore[attr-defined]
 
     def clean_contract_version(self):
         contract_version = self.cleaned_data["contract_version"]
+        if (refusal := draft_refusal(contract_version)) is not None:
+            raise forms.ValidationError(refusal)
         problem = scoring_problem(contract_version.contract)
         if problem is not None:
             raise forms.ValidationError(problem)

@@ -95,6 +95,7 @@ def run_list(
     score (one query)."""
     runs = (
         access.visible_runs(user)
+        .filter(health_check=False)  # a version's health checks are listed on its report
         .select_related("contract_version__pack")
         .annotate(
             latest_number=_latest_evaluation("number"),
@@ -123,7 +124,9 @@ def run_list(
 
 def packs_with_runs() -> list[str]:
     return list(
-        Pack.objects.filter(Exists(Run.objects.filter(contract_version__pack=OuterRef("pk"))))
+        Pack.objects.filter(
+            Exists(Run.objects.filter(contract_version__pack=OuterRef("pk"), health_check=False))
+        )
         .order_by("pack_id")
         .values_list("pack_id", flat=True)
     )
@@ -131,14 +134,6 @@ def packs_with_runs() -> list[str]:
 
 def submittable_versions() -> QuerySet[ContractVersion]:
     return ContractVersion.objects.select_related("pack").order_by("pack__pack_id", "-version")
-
-
-def version_find(pack_id: str, version: int) -> ContractVersion | None:
-    return (
-        ContractVersion.objects.select_related("pack")
-        .filter(pack__pack_id=pack_id, version=version)
-        .first()
-    )
 
 
 # --- one run -------------------------------------------------------------------------------
@@ -185,7 +180,11 @@ def usage_totals(run: Run) -> list[tuple[str, str]]:
 def comparable_runs(run: Run, *, limit: int = 200) -> QuerySet[Run]:
     """Other submitted runs on the same contract version, for the "Compare with…" picker."""
     return (
-        Run.objects.filter(contract_version_id=run.contract_version_id, submitted_at__isnull=False)
+        Run.objects.filter(
+            contract_version_id=run.contract_version_id,
+            submitted_at__isnull=False,
+            health_check=False,
+        )
         .exclude(pk=run.pk)
         .only("id", "agent_name", "agent_version", "model_name", "created_at")
         .order_by("-created_at", "-id")[:limit]
@@ -425,8 +424,9 @@ def _is_latest_done(evaluator: str | OuterRef | None = None) -> Q:
 def latest_done_evaluations(evaluator: str | None = None) -> QuerySet[Evaluation]:
     """The latest done evaluation of every submitted run (a run re-scored counts once); with
     ``evaluator``, the latest done by that scorer (runs.evaluators), whatever came after."""
+    # Health-check runs (pack_health) never stand on a leaderboard.
     evaluations = Evaluation.objects.filter(
-        _is_latest_done(evaluator), run__submitted_at__isnull=False
+        _is_latest_done(evaluator), run__submitted_at__isnull=False, run__health_check=False
     )
     return evaluations if evaluator is None else evaluations.filter(evaluator=evaluator)
 
@@ -440,7 +440,11 @@ def leaderboard_versions() -> list[ContractVersion]:
         ContractVersion.objects.filter(Exists(scored))
         .select_related("pack")
         .annotate(
-            run_count=Count("runs", filter=Q(runs__submitted_at__isnull=False), distinct=True)
+            run_count=Count(
+                "runs",
+                filter=Q(runs__submitted_at__isnull=False, runs__health_check=False),
+                distinct=True,
+            )
         )
         .order_by("pack__pack_id", "-version")
     )
@@ -450,6 +454,7 @@ def leaderboard_versions() -> list[ContractVersion]:
         run__submitted_at__isnull=False,
         run__contract_version__in=[cv.pk for cv in versions],
         run__origin=CandidateOrigin.AGENT,
+        run__health_check=False,
         run__over_budget=False,
         run__valid=True,
     )

@@ -8,7 +8,7 @@ task-result rows is created in one transaction whose Celery messages leave on co
 from __future__ import annotations
 
 import base64
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -16,7 +16,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
-from packs.models import ContractVersion, Task
+from packs.models import ContractVersion, Task, VersionState
 from packs.selectors import evaluator_lanes_for_tasks
 from runs.budgets import check_budgets, contract_budgets
 from runs.bundle import BundleLine, BundleProblem, BundleRejected, ParsedBundle, sample_label
@@ -37,16 +37,22 @@ from verifiers.families import get_family
 from verifiers.oracle import null_candidate, oracle_candidate
 from verifiers.scoring import is_text_family
 from verifiers.task import Candidate as VerifierCandidate
-from verifiers.task import WorkspaceFile
+from verifiers.task import TaskLanes, WorkspaceFile
 from verifiers.verdict import Reason
 
 BULK_BATCH = 1000
 # What submitting or closing a run fixes about it, beside ``submitted_at``.
 VERDICT_ON_RUN_FIELDS = ("usage", "over_budget", "budget_notes", "valid", "invalid_reasons")
+# Builds one task's candidate from its lanes (None: the task gets none), e.g. its reference.
+CandidateBuild = Callable[[TaskLanes], VerifierCandidate | None]
 
 
 class RunAlreadySubmitted(Exception):
     """Candidates can only be added before a run is submitted, and it is submitted once."""
+
+
+class VersionIsDraft(Exception):
+    """Runs target published versions; a draft's only runs are its own health checks."""
 
 
 @dataclass(frozen=True)
@@ -78,7 +84,9 @@ def run_create(
     source: str,
     user: Any = None,
     origin: str = CandidateOrigin.AGENT,
+    health_check: bool = False,
 ) -> Run:
+    _refuse_draft(contract_version, health_check=health_check)
     return Run.objects.create(
         contract_version=contract_version,
         agent_name=metadata.agent_name.strip() or "unnamed agent",
@@ -89,6 +97,7 @@ def run_create(
         origin=origin,
         submitted_by=_user_or_none(user),
         usage=dict(metadata.usage or {}),
+        health_check=health_check,
     )
 
 
@@ -167,15 +176,70 @@ def run_submit_reference(
     Tasks without a reference get no candidate and so fail with ``missing_candidate``.
     """
     build = oracle_candidate if origin == CandidateOrigin.ORACLE else null_candidate
+    return run_submit_built(
+        contract_version=contract_version,
+        origin=origin,
+        build=build,
+        metadata=metadata,
+        source=source,
+        user=user,
+    )
+
+
+def built_lines(
+    contract_version: ContractVersion, builds: Sequence[CandidateBuild]
+) -> list[list[tuple[Task, VerifierCandidate]]]:
+    """Each build's candidates (one list per build, in task order), from one pass over the
+    version's lanes; a task whose build gives None gets no candidate.
+
+    Builds see all three lanes (a reference is hidden): trusted code in a worker only.
+    """
     tasks = list(contract_version.tasks.order_by("position"))
-    lines: list[tuple[Task, VerifierCandidate]] = []
+    lines: list[list[tuple[Task, VerifierCandidate]]] = [[] for _ in builds]
     for start in range(0, len(tasks), BULK_BATCH):
         chunk = tasks[start : start + BULK_BATCH]
         lanes = evaluator_lanes_for_tasks(chunk)
         for task in chunk:
-            candidate = build(lanes[task.pk])
-            if candidate is not None:
-                lines.append((task, candidate))
+            for found, build in zip(lines, builds, strict=True):
+                candidate = build(lanes[task.pk])
+                if candidate is not None:
+                    found.append((task, candidate))
+    return lines
+
+
+def run_submit_built(
+    *,
+    contract_version: ContractVersion,
+    origin: str,
+    build: CandidateBuild,
+    metadata: RunMetadata,
+    source: str,
+    user: Any = None,
+    health_check: bool = False,
+) -> tuple[Run, Evaluation]:
+    """A run whose candidates are built from each task's lanes (reference, empty, attack)."""
+    return run_submit_lines(
+        contract_version=contract_version,
+        origin=origin,
+        lines=built_lines(contract_version, [build])[0],
+        metadata=metadata,
+        source=source,
+        user=user,
+        health_check=health_check,
+    )
+
+
+def run_submit_lines(
+    *,
+    contract_version: ContractVersion,
+    origin: str,
+    lines: list[tuple[Task, VerifierCandidate]],
+    metadata: RunMetadata,
+    source: str,
+    user: Any = None,
+    health_check: bool = False,
+) -> tuple[Run, Evaluation]:
+    """Run, built candidates and evaluation at once (see ``built_lines``)."""
     with transaction.atomic():
         run = run_create(
             contract_version=contract_version,
@@ -183,6 +247,7 @@ def run_submit_reference(
             source=source,
             user=user,
             origin=origin,
+            health_check=health_check,
         )
         contract = contract_version.contract
         Candidate.objects.bulk_create(
@@ -198,6 +263,24 @@ def run_submit_reference(
         evaluation = run_submit(run, user=user)
     run.refresh_from_db()
     return run, evaluation
+
+
+def draft_refusal(contract_version: ContractVersion) -> str | None:
+    """Why no run may target this version (it is a draft), or None when it is published."""
+    if contract_version.state == VersionState.PUBLISHED:
+        return None
+    return (
+        f"version {contract_version.version} of {contract_version.pack.pack_id} is a draft: "
+        "it is offered to agents once its health checks pass and it is published"
+    )
+
+
+def _refuse_draft(contract_version: ContractVersion, *, health_check: bool) -> None:
+    # The health checks are the one kind of run a draft takes: they are what publishes it.
+    if health_check:
+        return
+    if (refusal := draft_refusal(contract_version)) is not None:
+        raise VersionIsDraft(refusal)
 
 
 def _refuse_live(run: Run) -> None:

@@ -22,7 +22,8 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from packs import access as pack_access
 from packs import selectors as pack_selectors
-from packs.diff import previous_comparison
+from packs.diff import PreviousVersion, versions_comparable
+from packs.models import ContractVersion
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
 from runs import access, privileged, progress, samples, selectors, validity
@@ -135,7 +136,11 @@ def _submit_initial(request: HttpRequest) -> dict:
         version = int(request.GET.get("version", ""))
     except ValueError:
         return {}
-    contract_version = selectors.version_find(request.GET.get("pack", ""), version)
+    contract_version = (
+        pack_access.visible_versions(request.user)
+        .filter(pack__pack_id=request.GET.get("pack", ""), version=version)
+        .first()
+    )
     return {"contract_version": contract_version} if contract_version else {}
 
 
@@ -147,16 +152,18 @@ def _submit_initial(request: HttpRequest) -> dict:
 @require_http_methods(["GET", "POST"])
 def run_submit(request: HttpRequest) -> HttpResponse:
     if request.method != "POST":
-        return _submit_page(request, RunSubmitForm(initial=_submit_initial(request)))
+        form = RunSubmitForm(initial=_submit_initial(request), user=request.user)
+        return _submit_page(request, form)
     if upload_declared_too_large(request, settings.SECUREBENCH_MAX_BUNDLE_BYTES):
-        return _submit_page(request, RunSubmitForm(), error=bundle_too_large_message(), status=413)
+        form = RunSubmitForm(user=request.user)
+        return _submit_page(request, form, error=bundle_too_large_message(), status=413)
     cap_uploads(request, settings.SECUREBENCH_MAX_BUNDLE_BYTES)
     return _run_submit_post(request)
 
 
 @csrf_protect
 def _run_submit_post(request: HttpRequest) -> HttpResponse:
-    form = RunSubmitForm(request.POST, request.FILES)
+    form = RunSubmitForm(request.POST, request.FILES, user=request.user)
     if upload_was_too_large(request):
         return _submit_page(request, form, error=bundle_too_large_message(), status=413)
     if not form.is_valid():
@@ -421,7 +428,7 @@ def leaderboard_list(request: HttpRequest) -> HttpResponse:
 @require_GET
 @pack_access.browse_view
 def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> HttpResponse:
-    contract_version = pack_selectors.version_get(pack_id, version)
+    contract_version = pack_selectors.visible_version_get(pack_id, version, user=request.user)
     # One board per scorer and metric (?evaluation=name@version&metric=…); by default the
     # version's first allowed scorer and its primary metric.
     choice = board_choice(
@@ -446,9 +453,18 @@ def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> Http
         "board": board,
         "choice": choice,
         # The version before, and whether its scores compare with these (packs.diff).
-        "previous": previous_comparison(contract_version),
+        "previous": _previous_board(request, contract_version),
     }
     return render(request, "runs/leaderboard_detail.html", context)
+
+
+def _previous_board(request: HttpRequest, cv: ContractVersion) -> PreviousVersion | None:
+    # The version below that this user may see: a draft has no board and, for most users,
+    # does not exist.
+    previous = pack_selectors.previous_visible_version(cv, user=request.user)
+    if previous is None:
+        return None
+    return PreviousVersion(previous, versions_comparable(previous, cv))
 
 
 # --- compare -------------------------------------------------------------------------------

@@ -367,6 +367,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "episodes.tasks.reap_episodes",
         "schedule": float(SECUREBENCH_REAPER_SECONDS),
     },
+    # Health reports whose last run finished without a message, or whose start was lost.
+    "sweep-health-reports": {
+        "task": "pack_health.tasks.sweep_health_reports",
+        "schedule": float(SECUREBENCH_REAPER_SECONDS),
+    },
 }
 # A Docker sandbox older than this is an orphan of a dead worker: no live verification runs
 # past the sandbox task's hard limit (runs.tasks), plus a margin. Lower it only together with

@@ -11,8 +11,10 @@ urlpatterns = [
     path("packs/", include("packs.urls")),
     path("", include("runs.urls")),
     path("", include("episodes.urls")),
+    path("", include("pack_health.urls")),
     path("api/v1/", include("packs.api_urls")),
     path("api/v1/", include("runs.api_urls")),
+    path("api/v1/", include("pack_health.api_urls")),
     path("api/v1/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     path(
         "api/v1/docs/",

@@ -496,7 +496,10 @@ def test_an_oracle_runs_results_do_not_reveal_the_answers(workers, reader, versi
     )
     poll_until_done(reader, f"/api/v1/runs/{run.pk}/evaluations/1/")
     # The verifier recorded which choice each oracle answer named: the answer key itself.
-    assert TaskResult.objects.filter(details__has_key="answered_choice_index").count() == 3
+    recorded = TaskResult.objects.filter(
+        evaluation__run=run, details__has_key="answered_choice_index"
+    )
+    assert recorded.count() == 3
 
     page = reader.get(f"/api/v1/runs/{run.pk}/evaluations/1/results/").json()
 

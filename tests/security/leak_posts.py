@@ -109,6 +109,8 @@ def api_body(world: LeakWorld, operation: str) -> tuple[Any, str | None]:
             },
             "multipart",
         ),
+        "health_check_again": (None, None),
+        "health_publish": ({"reason": "attacker publishes"}, "json"),
         "uploads_create": (
             {"archive": upload("leaky.zip", conflicting_pack(world))},
             "multipart",

@@ -15,10 +15,10 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.utils import timezone
 
 from episodes.services import OraclePrivilege, benchmark_path, episode_run_open
-from packs.models import ContractVersion, Pack
+from packs.models import ContractVersion, Pack, VersionState
 from runs.evaluators import scoring_problem
 from runs.models import RunSource
-from runs.services import RunMetadata
+from runs.services import RunMetadata, draft_refusal
 
 DEFAULT_BASE_URL = "http://127.0.0.1:8000"
 
@@ -35,7 +35,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--pack", required=True, help="Pack id.")
-        parser.add_argument("--version", type=int, help="Version number (default: the latest).")
+        parser.add_argument(
+            "--version", type=int, help="Version number (default: the latest published)."
+        )
         parser.add_argument("--agent", default="", help="Agent name shown on the run's pages.")
         parser.add_argument("--agent-version", default="")
         parser.add_argument("--model", default="", help="Model name shown on the run's pages.")
@@ -97,8 +99,15 @@ def _contract_version(pack_id: str, number: int | None) -> ContractVersion:
     if pack is None:
         raise CommandError(f"no pack {pack_id!r} (see the packs page, or import_pack)")
     versions = pack.versions.order_by("-version")
-    version = versions.filter(version=number).first() if number else versions.first()
+    if number:
+        version = versions.filter(version=number).first()
+    else:
+        published = versions.filter(state=VersionState.PUBLISHED)
+        version = published.first() or versions.first()
     if version is None:
         label = f"version {number}" if number else "any version"
         raise CommandError(f"pack {pack_id!r} has no {label}")
+    # Refused before anything is opened; runs.services would refuse the run all the same.
+    if (refusal := draft_refusal(version)) is not None:
+        raise CommandError(refusal)
     return version

@@ -15,11 +15,11 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import Count
 
-from packs.models import ContractVersion
+from packs.models import ContractVersion, VersionState
 from runs.bundle import BundleRejected, parse_bundle_file
 from runs.evaluators import scoring_problem
 from runs.models import CandidateOrigin, Evaluation, ResultStatus, RunSource, TaskResult
-from runs.services import RunMetadata, run_submit_bundle, run_submit_reference
+from runs.services import RunMetadata, draft_refusal, run_submit_bundle, run_submit_reference
 
 POLL_SECONDS = 0.5
 NO_WORKER_HINT_SECONDS = 30
@@ -34,7 +34,9 @@ class Command(BaseCommand):
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--pack", required=True, help="pack id, e.g. humaneval-mini")
-        parser.add_argument("--version", type=int, help="contract version (default: latest)")
+        parser.add_argument(
+            "--version", type=int, help="contract version (default: the latest published)"
+        )
         source = parser.add_mutually_exclusive_group(required=True)
         source.add_argument("--candidates", type=Path, help=".jsonl, .zip or .tar.gz bundle")
         source.add_argument(
@@ -108,12 +110,19 @@ class Command(BaseCommand):
 
 
 def _contract_version(pack_id: str, version: int | None) -> ContractVersion:
+    """The version asked for, or the latest published one. A draft is refused here, before
+    any candidate is built (the reference candidates of a large pack take a while)."""
     versions = ContractVersion.objects.select_related("pack").filter(pack__pack_id=pack_id)
-    chosen = versions.filter(version=version) if version else versions.order_by("-version")
-    found = chosen.first()
+    if version:
+        found = versions.filter(version=version).first()
+    else:
+        latest = versions.order_by("-version")
+        found = latest.filter(state=VersionState.PUBLISHED).first() or latest.first()
     if found is None:
         what = f"version {version} of pack {pack_id!r}" if version else f"pack {pack_id!r}"
         raise CommandError(f"{what} is not stored (see `manage.py import_pack`)")
+    if (refusal := draft_refusal(found)) is not None:
+        raise CommandError(refusal)
     problem = scoring_problem(found.contract)
     if problem is not None:
         raise CommandError(f"{pack_id} v{found.version}: {problem}")
