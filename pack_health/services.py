@@ -114,6 +114,8 @@ def _send_finish(report_id: int) -> None:
 
 def on_version_created(version: ContractVersion, uploaded_by: Any) -> None:
     """packs.hooks callback: every stored version gets its health checks."""
+    if not settings.SECUREBENCH_HEALTH_ON_UPLOAD:
+        return
     health_request(version, trigger=ReportTrigger.UPLOAD, user=uploaded_by)
 
 

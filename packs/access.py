@@ -108,8 +108,9 @@ def maintains(user: Any, pack: Pack) -> bool:
 
 
 def can_manage(user: Any, pack: Pack) -> bool:
-    """Settings of a pack (how its versions are published): its maintainers and superusers."""
-    return is_member(user) and (user.is_superuser or maintains(user, pack))
+    """Settings of a pack (how its versions are published): the people who may add its
+    versions (maintainers and superusers), and only signed-in ones."""
+    return user is not None and can_add_version(user, pack)
 
 
 def can_view_privileged(user: Any, pack: Pack) -> bool:

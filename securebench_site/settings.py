@@ -351,6 +351,9 @@ SECUREBENCH_MAX_BATCH_BYTES = env_int("SECUREBENCH_MAX_BATCH_BYTES", 16 * 1024 *
 # Candidates per task in one run (bundle lines' `sample`, numbered from 0): enough for pass@100
 # with room to spare, and a bound on the results one evaluation creates per task. A contract's
 # budgets.attempts caps it lower for its own runs.
+# Whether storing a version queues its health checks at once (pack_health). Off, a version's
+# checks run only when a maintainer asks for them ("check again"), and a draft waits for that.
+SECUREBENCH_HEALTH_ON_UPLOAD = env_bool("SECUREBENCH_HEALTH_ON_UPLOAD", True)
 SECUREBENCH_MAX_SAMPLES = env_int("SECUREBENCH_MAX_SAMPLES", 200)
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {

@@ -82,6 +82,9 @@ def isolated_data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
         yield None
         return
     settings = request.getfixturevalue("settings")
+    # A stored version's health checks would score runs of their own beside the test's, in
+    # its worker and its counts; tests/pack_health turns them on where they are the subject.
+    settings.SECUREBENCH_HEALTH_ON_UPLOAD = False
     root = tmp_path_factory.mktemp("data")
     # The same layout settings.py derives from SECUREBENCH_DATA_DIR, so that a worker
     # process started with SECUREBENCH_DATA_DIR=root reads the files this test stored.

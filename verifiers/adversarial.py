@@ -3,14 +3,16 @@
 Each family gets a few candidates that game a naive verifier instead of solving the task:
 answer spraying for multiple choice, prompt echoes, keyword sprays and judge injection for
 text answers, an interpreter exit at import and always-equal results for code, patches that
-rewrite the tests or force pytest to report passes for repositories, and forged reports,
+rewrite the tests or force pytest to report passes (a root ``conftest.py``, or package code
+that rewrites pytest's reports once imported) for repositories, and forged reports,
 a forcing ``conftest.py`` and shadowed modules for terminal workspaces. Every one must fail;
 one that passes is a weakness of that task's verifier, reported by the health check.
 
 An attack is built only from what an agent could know: the public lane, public asset files,
 task metadata (shown to agents) and the *names* of paths the task's evaluation inputs use
-(a test command's arguments, the files a test patch touches). Never a hidden value, never
-the content of an evaluation input.
+(a test command's arguments, the files a test patch touches, the path patterns of the
+candidate policy, which instructions state anyway). Never a hidden value, never the content
+of an evaluation input.
 """
 
 from __future__ import annotations
@@ -24,12 +26,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from verifiers.families import get_family
-from verifiers.patch_policy import trusted_patch_paths
+from verifiers.patch_policy import CandidatePolicy, check_paths, is_test_path, trusted_patch_paths
 from verifiers.task import Candidate, TaskFile, TaskLanes
 from verifiers.text import MAX_CANDIDATE_CHARS
 
 # The most attacks any family gets: the site runs one adversarial run per slot 0..MAX-1.
-MAX_ATTACKS = 3
+MAX_ATTACKS = 4
 
 
 @dataclass(frozen=True)
@@ -271,6 +273,29 @@ def pytest_sessionfinish(session, exitstatus):
     session.exitstatus = 0
 """
 EXIT_ZERO_MODULE = "import os\n\nos._exit(0)\n"
+# Appended to the package's own code, which the tests import into the pytest process: every
+# report pytest builds from then on says "passed" (security.md A03; a bare report rewrite,
+# no conftest.py and no file the patch policy protects).
+FORCED_OUTCOME = """
+
+def _force_passed_reports():
+    try:
+        from _pytest.reports import TestReport
+    except ImportError:
+        return
+    build = TestReport.from_item_and_call.__func__
+
+    def forced(cls, item, call):
+        report = build(cls, item, call)
+        report.outcome = "passed"
+        report.longrepr = None
+        return report
+
+    TestReport.from_item_and_call = classmethod(forced)
+
+
+_force_passed_reports()
+"""
 MAX_REWRITTEN_FILES = 50
 MAX_ASSET_TEXT_BYTES = 1024 * 1024
 MAX_PATCH_CHARS = 512 * 1024
@@ -429,6 +454,27 @@ def _rewrite_patch(files: dict[str, TaskFile], targets: list[str]) -> str:
     return "".join(sections)
 
 
+def forced_outcome_target(task: TaskLanes, files: dict[str, TaskFile]) -> str | None:
+    """The package module to append the report rewrite to: a public Python file the task's
+    policy lets a patch change and that is no test, an ``__init__.py`` (imported with any of
+    its package's modules) nearest the root first. Only path names decide, and the policy's
+    patterns, which the instructions state anyway ("change only files under src/")."""
+    policy = CandidatePolicy.from_value(task.evaluation_inputs.get("candidate_policy"))
+    modules = [
+        path
+        for path in files
+        if path.endswith(".py")
+        and _PLAIN_PATH.match(path)
+        and not is_test_path(path)
+        and check_paths([path], policy).allowed
+    ]
+    modules.sort(key=lambda path: (not path.endswith("/__init__.py"), path.count("/"), path))
+    for path in modules:
+        if _asset_text(files[path]) is not None:
+            return path
+    return None
+
+
 def _repo_patch(task: TaskLanes) -> list[Attack]:
     files = repo_asset_files(task)
     attacks: list[Attack] = []
@@ -457,6 +503,17 @@ def _repo_patch(task: TaskLanes) -> list[Attack]:
             Candidate.of_patch(file_diff("pytest.py", shadow, EXIT_ZERO_MODULE)),
         )
     )
+    target = forced_outcome_target(task, files)
+    if target is not None:
+        text = _asset_text(files[target]) or ""
+        forced = text + ("" if text.endswith("\n") or not text else "\n") + FORCED_OUTCOME
+        attacks.append(
+            Attack(
+                "repo_forced_outcome",
+                "package code that makes pytest report every test as passed once imported",
+                Candidate.of_patch(file_diff(target, text, forced)),
+            )
+        )
     return attacks
 
 

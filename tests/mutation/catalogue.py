@@ -3,7 +3,7 @@
 The mutants themselves live beside this file, by area: mutants_inputs.py (patch policy,
 archives, lanes, bundles), mutants_access.py (access control, debug mode) and
 mutants_channel.py (the code_completion verdict channel), mutants_episodes.py (live
-episodes).
+episodes), mutants_repo.py (repo_patch's guard against forged pytest outcomes).
 
 Each mutant removes or weakens exactly one defence and names the tests that must then fail.
 Anchors (``find``) are short and must occur exactly once in their module: when the code moves
@@ -26,6 +26,7 @@ from tests.mutation.mutants_inputs import (
     INPUT_MUTANTS,
     POLICY_DISGUISES,
 )
+from tests.mutation.mutants_repo import REPO_MUTANTS
 from tests.mutation.mutants_sandbox import DEFENCES, SANDBOX_MUTANTS
 from tests.mutation.mutants_sealed import SCRUBBER_TESTS, SEALED_MUTANTS
 
@@ -36,6 +37,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *SANDBOX_MUTANTS,
     *SEALED_MUTANTS,
     *EPISODE_MUTANTS,
+    *REPO_MUTANTS,
 )
 
 # Test files written because a first run let mutants survive (the report points at them).

@@ -129,3 +129,20 @@ def test_a_start_left_by_a_dead_worker_is_taken_over_only_after_its_time_limit(m
     assert services.health_start(report.pk) is True
     report.refresh_from_db()
     assert report.status == ReportStatus.RUNNING and report.health_runs.count() >= 4
+
+
+@pytest.mark.django_db(transaction=True)
+def test_storing_a_version_queues_its_health_report_once_the_upload_commits(make_pack, settings):
+    settings.SECUREBENCH_HEALTH_ON_UPLOAD = True
+    version = store_draft(make_pack, {"id": "quiz", "version": 1}, clean_mc_rows())
+
+    reports = list(HealthReport.objects.filter(contract_version=version))
+    assert [(r.number, r.trigger, r.status) for r in reports] == [(1, "upload", "queued")]
+
+
+@pytest.mark.django_db(transaction=True)
+def test_with_checks_on_upload_off_a_version_waits_for_a_maintainers_request(make_pack, settings):
+    settings.SECUREBENCH_HEALTH_ON_UPLOAD = False
+    version = store_draft(make_pack, {"id": "quiz", "version": 1}, clean_mc_rows())
+
+    assert not HealthReport.objects.filter(contract_version=version).exists()

@@ -250,6 +250,18 @@ def test_in_process_monkeypatching_of_pytest_trips_the_honeypot(
     assert terminal_task.verify(task, honest, sandbox=sandbox).passed
 
 
+def test_in_process_monkeypatching_of_pytest_in_a_repository_trips_the_honeypot(
+    sandbox: Sandbox, repo: tuple[Path, str]
+) -> None:
+    # A03 in repo_patch: the patch stays inside the package (no conftest.py, nothing the
+    # policy protects); the tests import it into pytest, whose reports it rewrites to passed.
+    patch = diff_of(repo[0], {"mylib/__init__.py": PATCH_PYTEST_IN_PROCESS + LIB})
+    verdict = repo_patch.verify(tiny_task(repo), Candidate.of_patch(patch), sandbox=sandbox)
+    assert verdict.status == "failed"
+    assert verdict.reason == Reason.TAMPER_DETECTED, (verdict.details, verdict.stderr)
+    assert verdict.details["honeypot"] == "passed"
+
+
 def test_a_symlinked_expected_state_file_is_refused(sandbox: Sandbox) -> None:
     # The (command) checker runs candidate code that swaps output.txt for a symlink.
     task = terminal_tests.terminal_lanes(

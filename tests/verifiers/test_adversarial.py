@@ -172,11 +172,47 @@ def test_repo_attacks_fail_on_a_task_with_protected_tests(sandbox):
     assert "tests/test_stats.py" in attacks["repo_rewrite_tests"].text
     assert "test_median_even" not in attacks["repo_rewrite_tests"].text
 
-    # Tests, conftest.py and pytest.py are sensitive paths: refused before any sandbox.
+    # The report rewrite goes where the policy lets a patch go: the package's own code.
+    assert "diff --git a/src/calc/__init__.py " in attacks["repo_forced_outcome"].text
+
+    # Tests, conftest.py and pytest.py are sensitive paths: refused before any sandbox. The
+    # package code runs inside pytest and forges every report: the guard's honeypot passes.
     assert verdicts(task, sandbox) == {
-        name: ("failed", Reason.POLICY_DENIED)
-        for name in ("repo_rewrite_tests", "repo_root_conftest", "repo_shadow_pytest")
+        **{
+            name: ("failed", Reason.POLICY_DENIED)
+            for name in ("repo_rewrite_tests", "repo_root_conftest", "repo_shadow_pytest")
+        },
+        "repo_forced_outcome": ("failed", Reason.TAMPER_DETECTED),
     }
+
+
+def test_forcing_reports_passes_a_test_command_pytest_runs_under(sandbox, tmp_path):
+    # The runner guards a command that is pytest itself; one run through a shell is graded
+    # by its exit status alone, which the forged reports make 0. The health check reports
+    # exactly this weakness of such a task.
+    root = tmp_path / "proj"
+    (root / "mylib").mkdir(parents=True)
+    (root / "mylib/__init__.py").write_text("def add(a, b):\n    return a - b\n")
+    (root / "tests").mkdir()
+    (root / "tests/test_add.py").write_text(
+        "from mylib import add\n\n\ndef test_add():\n    assert add(2, 3) == 5\n"
+    )
+    git(root, "init", "-q")
+    git(root, "add", "-A")
+    git(root, "commit", "-qm", "base")
+    head = git(root, "rev-parse", "HEAD").strip()
+    command = ["sh", "-c", "python3 -m pytest -q -p no:cacheprovider tests"]
+    task = repo_task(root, head, command=command)
+    attack = attacks_by_name(task)["repo_forced_outcome"]
+    settings = VerifierSettings(sandbox=sandbox)
+
+    forged = verify(task, attack, settings)
+    readme = "diff --git a/README b/README\nnew file mode 100644\n--- /dev/null\n+++ b/README\n"
+    unfixed = verify(task, Candidate.of_patch(readme + "@@ -0,0 +1 @@\n+x\n"), settings)
+
+    assert "a/mylib/__init__.py" in attack.text
+    assert forged.status == "passed", (forged.reason, forged.stderr[-500:])
+    assert unfixed.status == "failed"
 
 
 CHECK_SCRIPT = "from mylib import add\n\nassert add(2, 3) == 5\n"

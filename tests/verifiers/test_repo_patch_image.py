@@ -200,7 +200,7 @@ def test_the_gold_patch_passes(
     assert verdict.details["actual_candidate_patch_paths"] == ["mylib/__init__.py"]
     assert verdict.sandbox_backend == "docker"
     assert verdict.sandbox_image == repo_image.tag
-    assert "2 passed" in verdict.stderr
+    assert verdict.details["tests_passed"] == 2
 
 
 def test_an_empty_patch_fails(

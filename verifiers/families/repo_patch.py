@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import posixpath
+import secrets
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -22,6 +23,7 @@ from verifiers.families.base import (
     string_array,
     string_list,
 )
+from verifiers.families.repo_runner import is_pytest_command
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN
 from verifiers.patch_policy import (
     PATH_MISMATCH,
@@ -34,6 +36,7 @@ from verifiers.patch_policy import (
 )
 from verifiers.sandbox.base import (
     REPO_LIMITS,
+    Mount,
     Sandbox,
     SandboxResult,
     SandboxSpec,
@@ -42,6 +45,7 @@ from verifiers.sandbox.base import (
 from verifiers.sandbox.docker import ImageWorkdirSpec
 from verifiers.sandbox.standins import Standins, image_standins, merge_mounts
 from verifiers.task import Candidate, TaskLanes
+from verifiers.trusted_files import staged
 from verifiers.verdict import (
     ERROR,
     FAILED,
@@ -164,6 +168,108 @@ class TaskError(ValueError):
     """The task cannot be verified as written (→ error, task_misconfigured)."""
 
 
+# --- the guard: planted tests that show whether pytest's report can be believed ---------------
+
+GUARD_DIR = "/opt/securebench/guard"  # the plugin's read-only mount (and import path)
+GUARD_PLUGIN = Path(__file__).with_name("repo_pytest_guard.py")
+MAX_GUARD_DIRS = 20
+
+
+@dataclass(frozen=True)
+class Guard:
+    """A must-pass canary and a must-fail honeypot, named afresh for each verification.
+
+    The tests import the candidate's code into the pytest process, where it can rewrite the
+    outcomes pytest reports (security.md A03). The runner plants these two tests next to the
+    task's tests and loads the guard plugin (repo_pytest_guard.py) under a module name no
+    repository file can take, so they run in the same session, last, whatever ``-k``/``-m``
+    select. A honeypot reported as anything but failed, a canary as anything but passed, a
+    missing one, or exit status 0 beside a failed honeypot means the report was forged.
+    Code that singles the two out by reading their source can still evade this: it stops
+    forgeries made blind, which is every one recorded so far.
+    """
+
+    tag: str
+    canary: str
+    honeypot: str
+
+    @classmethod
+    def new(cls) -> Guard:
+        names: set[str] = set()
+        while len(names) < 2:
+            names.add(f"test_{secrets.token_hex(6)}")
+        # unittest runs a class's tests in name order: the canary first, so that a `-x` run
+        # stopped by the honeypot has run everything else.
+        canary, honeypot = sorted(names)
+        return cls(secrets.token_hex(6), canary, honeypot)
+
+    @property
+    def module(self) -> str:
+        return f"sbguard_{self.tag}"
+
+    @property
+    def file(self) -> str:
+        return f"test_{self.tag}.py"
+
+    @property
+    def case_class(self) -> str:
+        return f"Case{self.tag}"
+
+    def source(self) -> str:
+        # A unittest case: collected whatever python_classes/python_functions a repository
+        # configures. Both tests look alike; only the compared values differ.
+        value = int(self.tag[:4], 16)
+        return (
+            "import unittest\n\n\n"
+            f"class {self.case_class}(unittest.TestCase):\n"
+            f"    def {self.canary}(self):\n"
+            f"        self.check({value}, {value})\n\n"
+            f"    def {self.honeypot}(self):\n"
+            f"        self.check({value}, {value + 1})\n\n"
+            "    def check(self, value, expected):\n"
+            "        if value != expected:\n"
+            '            raise AssertionError("%d != %d" % (value, expected))\n'
+        )
+
+    def mount(self) -> Mount:
+        return Mount(staged(GUARD_PLUGIN), f"{GUARD_DIR}/{self.module}.py")
+
+    def config(self, dirs: list[str]) -> dict[str, Any]:
+        return {
+            "module": self.module,
+            "module_dir": GUARD_DIR,
+            "file": self.file,
+            "source": self.source(),
+            "dirs": dirs,
+        }
+
+    def owns(self, case: list[Any]) -> bool:
+        """A report case of the planted file: its tests, or its collection error."""
+        return self.file[: -len(".py")] in f"{case[0]}.{case[1]}".split(".")
+
+
+def _is_test_module(name: str) -> bool:
+    return name.endswith(".py") and (name.startswith("test_") or name.endswith("_test.py"))
+
+
+def guard_dirs(command: list[str], test_patch: str, plan: RepoPlan) -> list[str]:
+    """Where the runner may plant the guard's tests, best first: the folders of the test
+    patch's test modules, then of the paths the command names, its working folder, the
+    repository. The runner takes the first that really is a folder of the repository."""
+    found = [
+        posixpath.join(plan.repo_dir, posixpath.dirname(path))
+        for path in trusted_patch_paths(test_patch)
+        if _is_test_module(posixpath.basename(path))
+    ]
+    for word in command[1:]:
+        word = word.split("::", 1)[0]
+        if word and not word.startswith("-"):
+            path = posixpath.join(plan.test_cwd, word)
+            found.append(posixpath.dirname(path) if path.endswith(".py") else path)
+    found += [plan.test_cwd, plan.repo_dir]
+    return [posixpath.normpath(path) for path in dict.fromkeys(found)][:MAX_GUARD_DIRS]
+
+
 def inline_patch(value: Any) -> str:
     if isinstance(value, dict):
         value = value.get("patch")
@@ -221,13 +327,14 @@ def runner_config(
     policy: CandidatePolicy,
     nonce: str,
     standins: Standins,
+    guard: Guard | None = None,
 ) -> dict[str, Any]:
     restore = [
         path
         for path in decision.applied_paths
         if is_test_path(path) or path in policy.protected_paths
     ]
-    return {
+    config = {
         "nonce": nonce,
         "repo_dir": plan.repo_dir,
         "test_cwd": plan.test_cwd,
@@ -241,6 +348,10 @@ def runner_config(
         # bwrap: `python`, `pytest` and the site's pytest standing in for the image's.
         "test_env": dict(standins.env),
     }
+    if guard is not None:
+        test_patch = inline_patch(tests.get("test_patch"))
+        config["guard"] = guard.config(guard_dirs(list(tests["command"]), test_patch, plan))
+    return config
 
 
 def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = None) -> Verdict:
@@ -265,6 +376,7 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
         return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
     wall = timeout_seconds(task, tests) + SETUP_GRACE
     nonce = new_nonce()
+    guard = Guard.new() if is_pytest_command(tests["command"]) else None
     with tempfile.TemporaryDirectory(prefix="securebench-repo-") as scratch:
         try:
             plan = plan_repository(task, tests, sandbox.name, Path(scratch))
@@ -273,21 +385,22 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
             return error(Reason.TASK_MISCONFIGURED, details=details, stderr=str(exc))
         except SandboxUnavailable as exc:
             return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
-        config = runner_config(task, tests, plan, decision, policy, nonce, standins)
+        config = runner_config(task, tests, plan, decision, policy, nonce, standins, guard)
+        guard_mounts = (guard.mount(),) if guard is not None else ()
         spec_type = ImageWorkdirSpec if plan.from_image else SandboxSpec
         spec = spec_type(
             command=["python3", "-I", RUNNER],
             image=task.environment.get("image"),
             workdir=plan.workdir,
             work_files=plan.work_files,
-            mounts=merge_mounts(runner_mounts(), standins.mounts),
+            mounts=merge_mounts(runner_mounts(), guard_mounts, standins.mounts),
             env={"HOME": SANDBOX_HOME},
             limits=REPO_LIMITS.with_wall(min(wall, MAX_WALL_SECONDS)),
             stdin=json.dumps(config).encode("utf-8"),
         )
         result = sandbox.run(spec)
     details.update(notes_details(result, standins))
-    return decide(result, nonce, policy, details, log_secrets(task))
+    return decide(result, nonce, policy, details, log_secrets(task), guard)
 
 
 MAX_WALL_SECONDS = 1800.0
@@ -308,10 +421,11 @@ def decide(
     nonce: str,
     policy: CandidatePolicy,
     details: dict[str, Any],
-    secrets: list[str],
+    scrub: list[str],
+    guard: Guard | None = None,
 ) -> Verdict:
     """The verdict from the sandbox run: limits, then the runner's one trusted frame."""
-    fields = sandbox_fields(result, secrets)
+    fields = sandbox_fields(result, scrub)
     details = {**details, "sandbox_exit_code": result.exit_code}
     if reason := limit_reason(result):
         return failed(reason, details={**details, "phase": "sandbox"}, **fields)
@@ -336,23 +450,70 @@ def decide(
     if not actual.allowed:
         details["denied_candidate_patch_paths"] = list(actual.denied_paths)
         return failed(Reason.POLICY_DENIED, details=details, **fields)
+    if "junit" in frame:
+        if guard is None or not frame.get("guard_file"):
+            # Every pytest command runs guarded; a report without the guard proves nothing.
+            return error(Reason.INFRASTRUCTURE, details=details, **fields)
+        reason, more = pytest_outcome(frame, guard)
+        details.update(more)
+        if reason is not None:
+            return failed(reason, details=details, **fields)
+        return passed(details=details, **fields)
     if frame.get("exit_code") != 0:
-        return failed(Reason.TESTS_FAILED, details=details, **fields)
-    if "junit" in frame and (problem := junit_problem(frame["junit"])):
-        details["junit_problem"] = problem
         return failed(Reason.TESTS_FAILED, details=details, **fields)
     return passed(details=details, **fields)
 
 
 def junit_problem(junit: Any) -> str | None:
-    """Why a pytest command's junit report does not back its exit code 0 (None if it does)."""
+    """Why a pytest run's junit report cannot be read (None if it can)."""
     if not isinstance(junit, dict) or "junit_error" in junit:
         return str(junit.get("junit_error") if isinstance(junit, dict) else "no report")
+    return None
+
+
+def _outcome(cases: list[list[Any]], name: str) -> str:
+    """One planted test's reported outcome: missing, its outcome, or inconsistent."""
+    outcomes = {str(case[2]) for case in cases if str(case[1]).split("[")[0] == name}
+    if not outcomes:
+        return "missing"
+    return outcomes.pop() if len(outcomes) == 1 else "inconsistent"
+
+
+def pytest_outcome(frame: dict[str, Any], guard: Guard) -> tuple[str | None, dict[str, Any]]:
+    """(failure reason or None, details) from the junit cases, the guard's and the status.
+
+    Order matters: a forged honeypot is tampering whatever else failed; a real failure is
+    a plain test failure even where it stopped the run before the guard's tests (``-x``);
+    a guard test missing, a canary not passed or status 0 beside a failed honeypot (which
+    pytest itself turns into status 1) are tampering too."""
+    junit = frame.get("junit")
+    if problem := junit_problem(junit):
+        return Reason.TESTS_FAILED, {"junit_problem": problem}
     cases = [c for c in junit.get("cases") or [] if isinstance(c, list) and len(c) == 3]
-    if not any(case[2] == "passed" for case in cases):
-        return "no test passed"
-    failing = [f"{c[0]}::{c[1]}" for c in cases if c[2] == "failed"]
-    return "failed: " + ", ".join(failing[:20]) if failing else None
+    planted = [case for case in cases if guard.owns(case)]
+    real = [case for case in cases if not guard.owns(case)]
+    summary: dict[str, Any] = {
+        "honeypot": _outcome(planted, guard.honeypot),
+        "canary": _outcome(planted, guard.canary),
+        "tests_passed": sum(1 for case in real if case[2] == "passed"),
+        "tests_total": len(real),
+    }
+    if summary["honeypot"] not in ("failed", "missing"):
+        return Reason.TAMPER_DETECTED, summary
+    failing = [f"{case[0]}::{case[1]}" for case in real if case[2] == "failed"]
+    if failing:
+        problem = "failed: " + ", ".join(failing[:20])
+        return Reason.TESTS_FAILED, {**summary, "junit_problem": problem}
+    if summary["honeypot"] == "missing" or summary["canary"] != "passed":
+        return Reason.TAMPER_DETECTED, summary
+    status = frame.get("exit_code")
+    if status == 0:
+        return Reason.TAMPER_DETECTED, {**summary, "exit_code_problem": "0 beside a failed test"}
+    if status != 1:
+        return Reason.TESTS_FAILED, {**summary, "junit_problem": f"pytest exit status {status}"}
+    if not summary["tests_passed"]:
+        return Reason.TESTS_FAILED, {**summary, "junit_problem": "no test passed"}
+    return None, summary
 
 
 _FRAME_KEYS = (
@@ -368,6 +529,7 @@ _FRAME_KEYS = (
     "restored_paths",
     "killed_leftovers",
     "undumpable",
+    "guard_file",
 )
 
 

@@ -5,7 +5,10 @@ its configuration as JSON on stdin; the repository is already in place (public a
 the image's own folder copied into the work dir). Phases: check HEAD == base_commit (when
 it is a git repository; otherwise ``git init``), setup patch, baseline commit, candidate
 patch (``git apply``, never ``--unsafe-paths``), list what really changed, restore test
-files from the baseline, test patch, then the test command as an argument list.
+files from the baseline, test patch, then the test command as an argument list. A pytest
+command also gets a junit report and the verifier's guard: a test file the host wrote
+(canary and honeypot, see repo_pytest_guard.py) planted next to the task's tests, and the
+guard plugin loaded with ``-p`` from its read-only mount.
 
 The host must be able to trust what this script reports although candidate code runs in
 the same sandbox (inside the test command). So:
@@ -37,6 +40,7 @@ from xml.etree import ElementTree
 FRAME_PREFIX = "SECUREBENCH-FRAME "
 MAX_JUNIT_BYTES = 8 * 1024 * 1024
 MAX_CASES = 5000
+GUARD_TESTS_ENV = "SECUREBENCH_GUARD_TESTS"  # repo_pytest_guard.TESTS_ENV
 GIT_CONFIG = [
     "-c",
     "core.hooksPath=/dev/null",
@@ -360,6 +364,71 @@ def apply_candidate(config: dict[str, Any]) -> dict[str, Any]:
     return {"actual_paths": actual[:1000], "restored_paths": restored}
 
 
+def _inside(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def _write_new(path: str, text: str) -> bool:
+    """Create ``path`` (never through a link, never over a file); False if that fails."""
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    try:
+        fd = os.open(path, flags, 0o644)
+    except OSError:
+        return False
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+    return True
+
+
+def plant_guard(guard: dict[str, Any], repo: str) -> str:
+    """Write the guard's test file into the first of the host's folders that is a real
+    folder of the repository (the task's test folder: a forgery limited to the task's
+    tests reaches it too), else into a fresh private folder. No candidate code has run
+    yet, so the folders checked here are the folders written to."""
+    root = os.path.realpath(repo)
+    for folder in guard.get("dirs") or []:
+        real = os.path.realpath(folder)
+        if not _inside(real, root) or not os.path.isdir(real):
+            continue
+        path = os.path.join(real, guard["file"])
+        if _write_new(path, guard["source"]):
+            return path
+    path = os.path.join(tempfile.mkdtemp(prefix="securebench-guard-"), guard["file"])
+    if not _write_new(path, guard["source"]):
+        raise RuntimeError("cannot write the guard's test file")
+    return path
+
+
+def guard_command(
+    guard: dict[str, Any], path: str, command: list[str], env: dict[str, str]
+) -> list[str]:
+    """The pytest command with the guard plugin loaded; ``env`` gets its import path."""
+    paths = [entry for entry in env.get("PYTHONPATH", "").split(":") if entry]
+    env["PYTHONPATH"] = ":".join(paths + [guard["module_dir"]])
+    env[GUARD_TESTS_ENV] = path
+    return command + ["-p", guard["module"]]
+
+
+def tests_command(
+    config: dict[str, Any], report: dict[str, Any]
+) -> tuple[list[str], dict[str, str], str | None]:
+    """The command, its environment and (pytest) the junit path it will write."""
+    env = child_env(config.get("test_env") or {})
+    command = list(config["command"])
+    if not is_pytest_command(command):
+        return command, env, None
+    guard = config.get("guard")
+    if guard:
+        report["guard_file"] = plant_guard(guard, config["repo_dir"])
+        command = guard_command(guard, report["guard_file"], command, env)
+        # The log's reader sees one failure in a passing run: say why, not which test.
+        log("planted " + report["guard_file"] + ": two guard tests, one failing by design")
+    # A structured report written by pytest, read after every process is dead: exiting 0
+    # before the tests ran (A05) leaves no report and fails.
+    junit = os.path.join(tempfile.mkdtemp(prefix="securebench-results-"), "junit.xml")
+    return command + ["--junitxml", junit], env, junit
+
+
 def main() -> int:
     undumpable = make_undumpable()
     config = read_config()
@@ -368,6 +437,7 @@ def main() -> int:
     try:
         report.update(prepare(config))
         report.update(apply_candidate(config))
+        command, env, junit = tests_command(config, report)
     except PhaseFailed as exc:
         report.update(exc.details)
         write_frame(nonce, dict(report, phase=exc.phase, ok=False, message=str(exc)))
@@ -377,15 +447,7 @@ def main() -> int:
         write_frame(nonce, dict(report, phase="internal", ok=False, message=repr(exc)))
         return 0
     log("running the test command")
-    test_env = child_env(config.get("test_env") or {})
-    command = list(config["command"])
-    junit = None
-    if is_pytest_command(command):
-        # A structured report written by pytest, read after every process is dead: exiting
-        # 0 before the tests ran (A05) leaves no report and fails.
-        junit = os.path.join(tempfile.mkdtemp(prefix="securebench-results-"), "junit.xml")
-        command += ["--junitxml", junit]
-    result = run_child(command, config["test_cwd"], test_env)
+    result = run_child(command, config["test_cwd"], env)
     report.update(result)
     if junit is not None:
         report["junit"] = read_junit(junit)
