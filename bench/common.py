@@ -87,6 +87,9 @@ def django_env(data_dir: Path) -> dict[str, str]:
         # share its worker with what a benchmark measures or a test waits for; a caller that
         # wants them sets this to 1.
         "SECUREBENCH_HEALTH_ON_UPLOAD": env.get("SECUREBENCH_HEALTH_ON_UPLOAD", "0"),
+        # Without them nothing would publish the site's packs: no publish gate either, unless
+        # the caller turns both on.
+        "SECUREBENCH_PUBLISH_GATE": env.get("SECUREBENCH_PUBLISH_GATE", "0"),
     }
 
 

@@ -29,6 +29,7 @@ from django.db import IntegrityError, connection, transaction
 from django.db.backends.base.operations import BaseDatabaseOperations
 from django.db.backends.utils import CursorWrapper
 from django.db.models import Model
+from django.utils import timezone
 
 from packs import access, hooks
 from packs.compiler import (
@@ -396,8 +397,7 @@ def _store_rows(
         file_bytes=sum(entry.size for entry in files.values()),
         source_name=source_name[:255],
         uploaded_by=uploaded_by,
-        # Until the publish gate is wired through every view, new versions are published.
-        state=VersionState.PUBLISHED,
+        **_initial_state(),
     )
     file_pks = _store_pack_files(contract_version, files.values())
     inserter = _TaskInserter(contract_version.pk, file_pks)
@@ -410,6 +410,14 @@ def _store_rows(
         pack.save(update_fields=["latest_version", "title", "description"])
     hooks.version_created(contract_version, uploaded_by)
     return contract_version
+
+
+def _initial_state() -> dict[str, Any]:
+    """A new version's state: a draft behind the publish gate (pack_health publishes it), or
+    published at once where the site runs without the gate."""
+    if settings.SECUREBENCH_PUBLISH_GATE:
+        return {"state": VersionState.DRAFT}
+    return {"state": VersionState.PUBLISHED, "published_at": timezone.now()}
 
 
 def _store_pack_files(

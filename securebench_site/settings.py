@@ -354,6 +354,11 @@ SECUREBENCH_MAX_BATCH_BYTES = env_int("SECUREBENCH_MAX_BATCH_BYTES", 16 * 1024 *
 # Whether storing a version queues its health checks at once (pack_health). Off, a version's
 # checks run only when a maintainer asks for them ("check again"), and a draft waits for that.
 SECUREBENCH_HEALTH_ON_UPLOAD = env_bool("SECUREBENCH_HEALTH_ON_UPLOAD", True)
+# The publish gate: a new version starts as a draft, offered to nobody but its pack's
+# maintainers and reviewers until its health report (or a maintainer, with a written reason)
+# publishes it. Off, versions are published as they are stored and their checks only report:
+# for a site whose every author is trusted, and for test and benchmark sites about other things.
+SECUREBENCH_PUBLISH_GATE = env_bool("SECUREBENCH_PUBLISH_GATE", True)
 SECUREBENCH_MAX_SAMPLES = env_int("SECUREBENCH_MAX_SAMPLES", 200)
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {

@@ -85,6 +85,10 @@ def isolated_data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     # A stored version's health checks would score runs of their own beside the test's, in
     # its worker and its counts; tests/pack_health turns them on where they are the subject.
     settings.SECUREBENCH_HEALTH_ON_UPLOAD = False
+    # Without those checks nothing would publish a stored version: packs are stored published
+    # here, and the gate's own tests (tests/pack_health, tests/packs/test_publish_gate.py)
+    # store drafts.
+    settings.SECUREBENCH_PUBLISH_GATE = False
     root = tmp_path_factory.mktemp("data")
     # The same layout settings.py derives from SECUREBENCH_DATA_DIR, so that a worker
     # process started with SECUREBENCH_DATA_DIR=root reads the files this test stored.

@@ -51,7 +51,7 @@ def make_draft(cv: ContractVersion) -> ContractVersion:
 
 @pytest.fixture
 def published(make_pack) -> ContractVersion:
-    """gate v1, published (versions are stored published until the lead flips the default)."""
+    """gate v1, published (the suite stores versions without the gate; see below for it on)."""
     return import_version(make_pack, "gate", 1)
 
 
@@ -393,3 +393,23 @@ def test_the_policy_of_a_pack_one_may_not_see_is_not_found(fresh):
 
     assert response.status_code == 404
     assert Pack.objects.get(pack_id="fresh").publish_policy == PublishPolicy.AUTO
+
+
+def test_behind_the_gate_a_stored_version_is_a_draft_nobody_else_sees(make_pack, settings):
+    settings.SECUREBENCH_PUBLISH_GATE = True  # as the site runs by default
+
+    version = import_version(make_pack, "fresh", 1)
+
+    assert (version.state, version.published_at) == (VersionState.DRAFT, None)
+    someone = viewer()
+    assert someone.get(url_of("packs:version", ["fresh", 1], "")).status_code == 404
+    assert someone.get(url_of("api-pack", ["fresh"], "")).status_code == 404
+
+
+def test_without_the_gate_a_stored_version_is_published_at_once(make_pack, settings):
+    settings.SECUREBENCH_PUBLISH_GATE = False
+
+    version = import_version(make_pack, "fresh", 1)
+
+    assert version.state == VersionState.PUBLISHED and version.published_at is not None
+    assert viewer().get(url_of("packs:version", ["fresh", 1], "")).status_code == 200
