@@ -232,6 +232,10 @@ class TaskResult(models.Model):
             models.Index(fields=["evaluation", "status"]),
             models.Index(fields=["evaluation", "position"]),
             models.Index(fields=["status", "lease_expires_at"]),
+            # The operations page: waiting work per queue, its newest claim, the last day.
+            models.Index(fields=["queue", "status"]),
+            models.Index(fields=["queue", "started_at"]),
+            models.Index(fields=["finished_at"]),
         ]
 
     def __str__(self) -> str:

@@ -19,6 +19,16 @@ app.config_from_object("django.conf:settings", namespace="CELERY")
 app.autodiscover_tasks()
 
 
+def _add_heartbeat() -> None:
+    # Imported late: the step's module reads Django models, and Django is set up by then.
+    from operations.heartbeat import Heartbeat  # noqa: PLC0415
+
+    app.steps["worker"].add(Heartbeat)
+
+
+_add_heartbeat()
+
+
 @app.on_after_configure.connect
 def _prepare_filesystem_broker(sender: Celery, **kwargs: object) -> None:
     # kombu's filesystem transport expects its folders to exist; it is the embedded default.

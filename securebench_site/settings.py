@@ -140,6 +140,7 @@ INSTALLED_APPS = [
     "runs",
     "pack_health",
     "episodes",
+    "operations",
 ]
 
 MIDDLEWARE = [
@@ -172,6 +173,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
                 "runs.context_processors.roles",
+                "operations.context_processors.operations",
             ],
         },
     },
@@ -359,6 +361,17 @@ SECUREBENCH_HEALTH_ON_UPLOAD = env_bool("SECUREBENCH_HEALTH_ON_UPLOAD", True)
 # publishes it. Off, versions are published as they are stored and their checks only report:
 # for a site whose every author is trusted, and for test and benchmark sites about other things.
 SECUREBENCH_PUBLISH_GATE = env_bool("SECUREBENCH_PUBLISH_GATE", True)
+# Operations (/health/, /metrics). Workers write a heartbeat every HEARTBEAT seconds and count
+# as alive for WORKER_ALIVE seconds after the last one; a queue whose oldest item has waited
+# STALL seconds with no claim in that time is shown as stalled.
+SECUREBENCH_HEARTBEAT_SECONDS = env_int("SECUREBENCH_HEARTBEAT_SECONDS", 15)
+SECUREBENCH_WORKER_ALIVE_SECONDS = env_int("SECUREBENCH_WORKER_ALIVE_SECONDS", 60)
+SECUREBENCH_STALL_SECONDS = env_int("SECUREBENCH_STALL_SECONDS", 60)
+# /metrics answers a request bearing this token (Authorization: Bearer ...), or coming from one
+# of these networks (CIDRs, comma-separated); with neither set it is a 404 for everyone.
+# Behind a proxy every request comes from the proxy's address: use the token there.
+SECUREBENCH_METRICS_TOKEN = env_str("SECUREBENCH_METRICS_TOKEN")
+SECUREBENCH_METRICS_NETWORKS = env_list("SECUREBENCH_METRICS_NETWORKS", [])
 SECUREBENCH_MAX_SAMPLES = env_int("SECUREBENCH_MAX_SAMPLES", 200)
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {

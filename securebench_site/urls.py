@@ -12,6 +12,7 @@ urlpatterns = [
     path("", include("runs.urls")),
     path("", include("episodes.urls")),
     path("", include("pack_health.urls")),
+    path("", include("operations.urls")),
     path("api/v1/", include("packs.api_urls")),
     path("api/v1/", include("runs.api_urls")),
     path("api/v1/", include("pack_health.api_urls")),

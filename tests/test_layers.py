@@ -1,4 +1,4 @@
-"""The layers stay visible: episodes → pack_health → runs → packs → verifiers. A lower layer
+"""The layers stay visible: operations → episodes → pack_health → runs → packs → verifiers. A lower layer
 never imports an upper one (not even inside a function), so no import cycle can form between
 them."""
 
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # Each layer, and the layers above it that it must never import.
-LAYERS = ["verifiers", "packs", "runs", "pack_health", "episodes"]
+LAYERS = ["verifiers", "packs", "runs", "pack_health", "episodes", "operations"]
 
 pytestmark = pytest.mark.database_independent
 

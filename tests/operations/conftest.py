@@ -1,0 +1,1 @@
+from tests.runs.conftest import broker, workers  # noqa: F401 - pytest fixtures
