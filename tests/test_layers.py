@@ -1,6 +1,6 @@
-"""The layers stay visible: operations → episodes → pack_health → runs → packs → verifiers. A lower layer
-never imports an upper one (not even inside a function), so no import cycle can form between
-them."""
+"""The layers stay visible: operations → episodes → pack_health → runs → packs → verifiers.
+A lower layer never imports an upper one (not even inside a function), so no import cycle can
+form between them."""
 
 from __future__ import annotations
 

@@ -363,6 +363,10 @@ def wrong_candidates(scratch: Path) -> list[dict[str, Any]]:
 
 def data_settings(root: Path) -> override_settings:
     return override_settings(
+        # Module-scoped, so the suite's per-test settings do not reach here: the packs are
+        # stored published (drafts are tests/packs/test_publish_gate.py's), with no checks.
+        SECUREBENCH_PUBLISH_GATE=False,
+        SECUREBENCH_HEALTH_ON_UPLOAD=False,
         UPLOAD_WORK_ROOT=root / "uploads",
         STORAGES={
             "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
