@@ -49,6 +49,12 @@ def pytest_sessionstart(session: pytest.Session) -> None:
     """Every component CI requires is probed before anything is collected, so a missing one
     cannot hide behind tests that were never collected."""
     stop_if_a_required_component_is_missing(required_components())
+    # Django's advice for test suites: a fast hasher for the test users' passwords (PBKDF2's
+    # million rounds cost about a second of CPU per user made or signed in). Nothing here
+    # tests hashing; the sites that tests start (`make run`, workers) keep the real hasher.
+    from django.conf import settings  # noqa: PLC0415 - pytest-django has configured Django
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 # A test reaches the database or the broker only through one of these fixtures (directly or

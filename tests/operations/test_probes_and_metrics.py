@@ -36,6 +36,8 @@ def test_ready_checks_the_database_and_the_broker(broker):
 
 def test_ready_says_not_ready_naming_only_the_broker_that_does_not_answer(broker, monkeypatch):
     # A real broker address where nothing listens (port 9 on loopback: discard, closed here).
+    # (The environment's CELERY_BROKER_URL, when set, wins over the configured URL.)
+    monkeypatch.setenv("CELERY_BROKER_URL", "redis://127.0.0.1:9/0")
     monkeypatch.setitem(app.conf, "broker_url", "redis://127.0.0.1:9/0")
     monkeypatch.setitem(app.conf, "broker_transport_options", {})
 
