@@ -14,11 +14,11 @@ from typing import Any
 import pytest
 
 from bench.site import SiteProcess, free_port
-from tests.conftest import mc_row, zip_folder
+from tests.conftest import zip_folder
 from tests.e2e.conftest import SCREENSHOTS
+from tests.pack_health.support import leaky_rows as support_leaky_rows
 
 PACK = "lighthouse-quiz"
-LEAKED = "the seventh harbour lighthouse keeper"
 REASON = "The leak is in a practice question; v2 drops it."
 # The reference takes a few seconds to pass, so the checks are seen running.
 SLOW_TESTS = (
@@ -27,14 +27,10 @@ SLOW_TESTS = (
 
 
 def leaky_rows() -> list[dict[str, Any]]:
+    """The health tests' leaky pack (a short answer printed in its own question), plus a code
+    task whose checks take a few seconds."""
     return [
-        mc_row("q1", "B"),
-        {
-            "id": "leaky",
-            "family": "short_answer",
-            "input": {"question": f"Who is {LEAKED}? Answer with the phrase itself."},
-            "eval": {"accepted_answers": [LEAKED]},
-        },
+        *support_leaky_rows(),
         {
             "id": "double",
             "family": "code_completion",
