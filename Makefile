@@ -63,8 +63,12 @@ START_WORKER = set -m; \
 	}; \
 	trap 'stop_worker; exit 130' INT TERM; trap 'stop_worker' EXIT
 
+# The suite runs in TEST_WORKERS processes (pytest-xdist), a test file per process at a time
+# (module-scoped sandboxes and sites are built once). Much of it waits on sandboxes, workers
+# and browsers, so two processes gain even on two cores. TEST_WORKERS=0 runs it in one.
+TEST_WORKERS ?= 2
 test: venv system-test
-	$(VPY) -m pytest $(PYTEST_ARGS)
+	$(VPY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 # Issue 6's benchmarks (bench/): each workload prints its figures, then one table for
 # bench/RESULTS.md. BENCH_ARGS=--smoke runs them tiny (a check that they work, not figures).
