@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test bench mutation worker lint format venv system-run system-test clean-data
+.PHONY: run serve test bench mutation worker lint format venv system-run system-test clean-data
 
 run: WORKER_ARGS = --concurrency=2
 # `make run` gives episodes' sandboxed actions a worker of their own (ACTIONS_WORKER), so the
@@ -25,9 +25,22 @@ run: venv system-run
 	$(START_WORKER); \
 	$(MANAGE) runserver $(HOST):$(PORT) --noreload
 
-# One worker consuming every queue, with the reaper's schedule (--beat); more workers may run
-# beside it (the reaper is idempotent, so several schedules do no harm).
+# The production web server (README "Production"): migrations, static files collected into
+# STATIC_ROOT (the data folder's static/ by default), then gunicorn with deploy/gunicorn.conf.py.
+# Settings come from the environment: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL.
+serve: venv
+	@set -e; data="$${SECUREBENCH_DATA_DIR:-var}"; mkdir -p "$$data"; \
+	export STATIC_ROOT="$${STATIC_ROOT:-$$(cd "$$data" && pwd)/static}"; \
+	$(MANAGE) migrate --noinput; \
+	$(MANAGE) collectstatic --noinput --verbosity 0; \
+	echo "Serving on http://$(HOST):$(PORT)/ (gunicorn; Ctrl-C stops it)"; \
+	exec $(VENV)/bin/gunicorn securebench_site.wsgi:application -c deploy/gunicorn.conf.py --bind $(HOST):$(PORT)
+
+# One worker consuming every queue, with the reaper's schedule (--beat) unless WORKER_BEAT=0:
+# a site needs one schedule (the reaper is idempotent, so a second one does no harm). Other
+# hosts pick their queues: WORKER_QUEUES=text for a small machine, sandbox for a Docker host.
 WORKER_QUEUES ?= text,sandbox,actions
+WORKER_BEAT ?= 1
 worker: venv
 	@set -e; mkdir -p "$${SECUREBENCH_DATA_DIR:-var}"; \
 	$(START_WORKER); \
@@ -45,7 +58,7 @@ worker: venv
 # process's exit; and repeated signals (a `kill 0` that re-enters its own trap) interrupt the
 # main process's shutdown at random points.
 START_WORKER = set -m; \
-	$(VENV)/bin/celery -A securebench_site worker --beat --queues=$(WORKER_QUEUES) --loglevel=INFO $(WORKER_ARGS) & \
+	$(VENV)/bin/celery -A securebench_site worker $(if $(filter 1,$(WORKER_BEAT)),--beat) --queues=$(WORKER_QUEUES) --loglevel=INFO $(WORKER_ARGS) & \
 	worker=$$!; actions_worker=; \
 	if [ -n "$(ACTIONS_WORKER)" ]; then \
 	  $(VENV)/bin/celery -A securebench_site worker --queues=actions --pool=threads --concurrency=8 --hostname=actions@%h --loglevel=INFO & \

@@ -32,13 +32,16 @@ def free_port() -> int:
 
 
 class SiteProcess:
-    """`make run` in a process group of its own, with its output collected line by line."""
+    """`make run` (or another target: `serve`) in a process group of its own, with its output
+    collected line by line."""
 
-    def __init__(self, data_dir: Path, port: int, *, env: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, data_dir: Path, port: int, *, env: dict[str, str] | None = None, target: str = "run"
+    ) -> None:
         # A newcomer's shell: none of the caller's own database, broker or settings.
         self.env = django_env(data_dir) | (env or {})
         self.process = subprocess.Popen(
-            ["make", "--no-print-directory", "run", f"PORT={port}"],
+            ["make", "--no-print-directory", target, f"PORT={port}"],
             cwd=REPO_ROOT,
             env=self.env,
             stdout=subprocess.PIPE,

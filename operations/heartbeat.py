@@ -62,7 +62,9 @@ def beat_record(facts: WorkerFacts, *, started: bool = False) -> None:
 
     now = timezone.now()
     values: dict[str, Any] = {
-        "host": facts.node.partition("@")[2] or socket.gethostname(),
+        "host": (
+            settings.SECUREBENCH_HOST_NAME or facts.node.partition("@")[2] or socket.gethostname()
+        ),
         "pid": facts.pid,
         "queues": facts.queues[:200],
         "concurrency": facts.concurrency,

@@ -20,12 +20,10 @@ import traceback
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
-from django.core.files.storage import storages
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
@@ -41,7 +39,8 @@ from pack_health.models import (
     ReportStatus,
     ReportTrigger,
 )
-from packs.models import ContractVersion, Pack, PublishPolicy, Task, VersionState, blob_name
+from packs.blobs import blob_cache
+from packs.models import ContractVersion, Pack, PublishPolicy, Task, VersionState
 from packs.selectors import evaluator_lanes_for_tasks
 from runs.models import (
     AuditAction,
@@ -210,11 +209,11 @@ def _stored_lanes(version: ContractVersion) -> Iterator[TaskLanes]:
 
 
 def _audit_files(version: ContractVersion) -> Iterator[AuditFile]:
-    roots = {"public": storages["pack_public"], "eval": storages["pack_sealed"]}
+    cache = blob_cache()
     for root, path, sha256 in (
         version.files.order_by("root", "path").values_list("root", "path", "sha256").iterator()
     ):
-        source = Path(roots[root].path(blob_name(sha256)))
+        source = cache.local_path(root, sha256)
         yield AuditFile(root=root, path=path, sha256=sha256, source=source)
 
 

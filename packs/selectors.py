@@ -6,15 +6,14 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
-from django.core.files.storage import storages
 from django.db.models import Count, Exists, OuterRef, Prefetch, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 from django.shortcuts import get_object_or_404
 
 from packs import access
+from packs.blobs import blob_cache
 from packs.models import (
     ContractVersion,
     Pack,
@@ -22,7 +21,6 @@ from packs.models import (
     Resource,
     ResourceFile,
     Task,
-    blob_name,
 )
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN, LANES, PUBLIC
 from verifiers.task import TaskFile, TaskLanes
@@ -264,14 +262,10 @@ def _task_files(task_pks: Iterable[int]) -> dict[int, dict[str, tuple[TaskFile, 
         .values_list("resource__task_id", "resource__name", "pack_file__root", "pack_file__path",
                      "pack_file__sha256")
     )  # fmt: skip
+    cache = blob_cache()
     for task_pk, name, root, path, sha256 in links:
-        source = Path(_blob_path(root, sha256))
+        source = cache.local_path(root, sha256)
         files[task_pk].setdefault(name, []).append(TaskFile(path=path, source=source))
     return {
         pk: {name: tuple(found) for name, found in by_name.items()} for pk, by_name in files.items()
     }
-
-
-def _blob_path(root: str, sha256: str) -> str:
-    storage = storages["pack_public" if root == "public" else "pack_sealed"]
-    return storage.path(blob_name(sha256))

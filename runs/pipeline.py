@@ -72,7 +72,8 @@ def _chunks(items: list[Any], size: int) -> Iterator[list[Any]]:
 
 
 def worker_name() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
+    """Who holds a lease: the host (as the operator names it) and the process."""
+    return f"{settings.SECUREBENCH_HOST_NAME or socket.gethostname()}:{os.getpid()}"
 
 
 # --- dispatch ---------------------------------------------------------------------------------

@@ -19,6 +19,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.utils.csp import CSP
 
 from securebench_site.paths import default_episode_workspace_dir
+from securebench_site.storage import S3Location, pack_storages
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 
@@ -227,23 +228,31 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 
 # Public pack files are served only through an access-checked view; sealed files (evaluation
 # inputs and hidden) live in a separate root that no URL maps to. Neither is MEDIA_ROOT.
-PUBLIC_FILES_ROOT = DATA_DIR / "pack-files" / "public"
-SEALED_FILES_ROOT = DATA_DIR / "pack-files" / "sealed"
+# SECUREBENCH_STORAGE picks where: `local` (the data folder) or `s3` (an S3-compatible bucket,
+# for worker hosts that share no disk with the web host; securebench_site/storage.py).
+SECUREBENCH_STORAGE = env_str("SECUREBENCH_STORAGE") or "local"
+PACK_FILES_ROOT = DATA_DIR / "pack-files"
 UPLOAD_WORK_ROOT = DATA_DIR / "uploads"
+_S3 = S3Location(
+    bucket=env_str("SECUREBENCH_S3_BUCKET"),
+    sealed_bucket=env_str("SECUREBENCH_S3_SEALED_BUCKET"),
+    prefix=env_str("SECUREBENCH_S3_PREFIX", "securebench"),
+    endpoint_url=env_str("SECUREBENCH_S3_ENDPOINT_URL") or None,
+    region=env_str("SECUREBENCH_S3_REGION") or None,
+)
+# Workers (and web processes) read pack files through a local cache keyed by sha256, checked
+# before every use and trimmed least-recently-used past its cap (packs/blobs.py).
+SECUREBENCH_BLOB_CACHE_DIR = Path(
+    env_str("SECUREBENCH_BLOB_CACHE_DIR") or DATA_DIR / "cache" / "blobs"
+).resolve()
+SECUREBENCH_BLOB_CACHE_BYTES = env_int("SECUREBENCH_BLOB_CACHE_BYTES", 10 * 2**30)
 
 STORAGES = {
     "default": {
         "BACKEND": "django.core.files.storage.FileSystemStorage",
         "OPTIONS": {"location": DATA_DIR / "media", "base_url": None},
     },
-    "pack_public": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": PUBLIC_FILES_ROOT, "base_url": None},
-    },
-    "pack_sealed": {
-        "BACKEND": "django.core.files.storage.FileSystemStorage",
-        "OPTIONS": {"location": SEALED_FILES_ROOT, "base_url": None},
-    },
+    **pack_storages(SECUREBENCH_STORAGE, PACK_FILES_ROOT, _S3),
     "staticfiles": {
         "BACKEND": (
             "django.contrib.staticfiles.storage.StaticFilesStorage"
@@ -364,6 +373,9 @@ SECUREBENCH_PUBLISH_GATE = env_bool("SECUREBENCH_PUBLISH_GATE", True)
 # Operations (/health/, /metrics). Workers write a heartbeat every HEARTBEAT seconds and count
 # as alive for WORKER_ALIVE seconds after the last one; a queue whose oldest item has waited
 # STALL seconds with no claim in that time is shown as stalled.
+# The name a worker host's leases and results carry (the machine's host name by default;
+# containers of one compose project would all be named after their container ids).
+SECUREBENCH_HOST_NAME = env_str("SECUREBENCH_HOST_NAME")
 SECUREBENCH_HEARTBEAT_SECONDS = env_int("SECUREBENCH_HEARTBEAT_SECONDS", 15)
 SECUREBENCH_WORKER_ALIVE_SECONDS = env_int("SECUREBENCH_WORKER_ALIVE_SECONDS", 60)
 SECUREBENCH_STALL_SECONDS = env_int("SECUREBENCH_STALL_SECONDS", 60)

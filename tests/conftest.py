@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 import yaml
 
+from securebench_site.storage import pack_storages
 from tests.components import (
     LOCAL_IMAGE,
     REFERENCE_PACKS,
@@ -42,6 +43,8 @@ DATABASE_INDEPENDENT_FILES = (
     "test_sandbox_escapes.py",
     # Benchmarks start their own sites on the embedded defaults, whatever the test run uses.
     "test_bench_smoke.py",
+    # `make serve` on the embedded defaults.
+    "test_serve.py",
 )
 
 
@@ -101,15 +104,9 @@ def isolated_data_dir(request: pytest.FixtureRequest, tmp_path_factory: pytest.T
     settings.UPLOAD_WORK_ROOT = root / "uploads"
     settings.STORAGES = {
         **settings.STORAGES,
-        "pack_public": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": root / "pack-files" / "public", "base_url": None},
-        },
-        "pack_sealed": {
-            "BACKEND": "django.core.files.storage.FileSystemStorage",
-            "OPTIONS": {"location": root / "pack-files" / "sealed", "base_url": None},
-        },
+        **pack_storages("local", root / "pack-files", None),
     }
+    settings.SECUREBENCH_BLOB_CACHE_DIR = root / "cache" / "blobs"
     yield root
 
 

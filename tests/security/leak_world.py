@@ -42,6 +42,7 @@ from runs.services import (
     run_submit,
     run_submit_reference,
 )
+from securebench_site.storage import pack_storages
 from tests.conftest import make_user, mc_row, zip_folder
 from tests.security.leak_markers import mark, plain_mark
 
@@ -361,31 +362,29 @@ def wrong_candidates(scratch: Path) -> list[dict[str, Any]]:
 # --- building it ------------------------------------------------------------------------------
 
 
-def data_settings(root: Path) -> override_settings:
+def data_settings(root: Path, pack_storage: dict[str, dict] | None = None) -> override_settings:
+    """The world's own folders; its pack files in ``root`` unless ``pack_storage`` gives the
+    ``pack_public`` and ``pack_sealed`` storages (buckets, say)."""
     return override_settings(
         # Module-scoped, so the suite's per-test settings do not reach here: the packs are
         # stored published (drafts are tests/packs/test_publish_gate.py's), with no checks.
         SECUREBENCH_PUBLISH_GATE=False,
         SECUREBENCH_HEALTH_ON_UPLOAD=False,
         UPLOAD_WORK_ROOT=root / "uploads",
+        SECUREBENCH_BLOB_CACHE_DIR=root / "cache" / "blobs",
         STORAGES={
             "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
             "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
-            "pack_public": {
-                "BACKEND": "django.core.files.storage.FileSystemStorage",
-                "OPTIONS": {"location": root / "pack-files" / "public", "base_url": None},
-            },
-            "pack_sealed": {
-                "BACKEND": "django.core.files.storage.FileSystemStorage",
-                "OPTIONS": {"location": root / "pack-files" / "sealed", "base_url": None},
-            },
+            **(pack_storage or pack_storages("local", root / "pack-files", None)),
         },
     )
 
 
-def leak_world_fixture(django_db_blocker: Any, root: Path) -> Iterator[LeakWorld]:
+def leak_world_fixture(
+    django_db_blocker: Any, root: Path, pack_storage: dict[str, dict] | None = None
+) -> Iterator[LeakWorld]:
     """Body of each module's ``leak_world`` fixture: build, yield, roll everything back."""
-    settings_override = data_settings(root)
+    settings_override = data_settings(root, pack_storage)
     settings_override.enable()
     try:
         with pytest.MonkeyPatch.context() as patch:

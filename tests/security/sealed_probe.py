@@ -4,8 +4,8 @@ While a ``SealedProbe`` is active it records:
 - every SQL statement that names the sealed-value table (a Django ``execute_wrapper``:
   ORM, ``select_related``, a raw cursor, ``getattr(row, "se" + "aled")`` — all of them end
   up as SQL on that table);
-- every ``open`` of a path under the ``pack_sealed`` storage root (a Python audit hook:
-  storage API or plain ``open``);
+- every ``open`` of a path under the ``pack_sealed`` storage root or the local blob cache,
+  which holds copies of sealed files (a Python audit hook: storage API or plain ``open``);
 - every call of the accessor (``runs.privileged.SealedReader``'s reads).
 
 Each low-level read is attributed by the call stack: inside a ``SealedReader`` read (the
@@ -27,6 +27,7 @@ from django.core.files.storage import storages
 from django.db import connection
 
 from packs import selectors as pack_selectors
+from packs.blobs import blob_cache
 from packs.models import SealedValue
 from runs.privileged import SealedReader
 
@@ -128,9 +129,14 @@ def sealed_probe() -> Iterator[SealedProbe]:
     if not _HOOK_INSTALLED:
         sys.addaudithook(_open_hook)
         _HOOK_INSTALLED = True
-    location = Path(storages["pack_sealed"].location)
+    locations = (Path(storages["pack_sealed"].location), Path(blob_cache().root))
     with ExitStack() as stack:
-        for root in {str(location.absolute()), str(location.resolve())}:
+        roots = {
+            str(path)
+            for location in locations
+            for path in (location.absolute(), location.resolve())
+        }
+        for root in roots:
             _SEALED_ROOTS.append(root)
             stack.callback(_SEALED_ROOTS.remove, root)
         for name in ACCESSOR_METHODS:
