@@ -32,3 +32,29 @@ def broker_url_for_worker(url: str, index: int) -> str:
 _index = worker_index()
 if _index is not None and os.environ.get("CELERY_BROKER_URL"):
     os.environ["CELERY_BROKER_URL"] = broker_url_for_worker(os.environ["CELERY_BROKER_URL"], _index)
+
+
+# --- every collected test reports ---------------------------------------------------------------
+# A test that never reports (a worker that went away quietly, a test that was never scheduled)
+# must not let a run pass: the controller compares what the workers collected with what they
+# reported, and fails the run naming the tests that never ran.
+
+_collected: set[str] = set()
+_reported: set[str] = set()
+
+
+def pytest_xdist_node_collection_finished(node: object, ids: list[str]) -> None:
+    _collected.update(ids)
+
+
+def pytest_runtest_logreport(report: object) -> None:
+    if os.environ.get("PYTEST_XDIST_WORKER") is None:  # the controller sees every worker's
+        _reported.add(report.nodeid)  # type: ignore[attr-defined]
+
+
+def pytest_sessionfinish(session: object, exitstatus: int) -> None:
+    missing = sorted(_collected - _reported)
+    if missing and exitstatus == 0:
+        listed = "\n  ".join(missing[:50])
+        print(f"\n{len(missing)} collected tests never reported a result:\n  {listed}")
+        session.exitstatus = 1  # type: ignore[attr-defined]
