@@ -559,6 +559,7 @@ class EvaluationResultsApi(RunApiView):
             "duration_seconds",
             "sandbox_backend",
             "attempts",
+            "waiting_for",
             "details",
             "position",
         ]

@@ -267,6 +267,9 @@ class TaskResultOutput(serializers.Serializer):
     duration_seconds = serializers.FloatField(allow_null=True)
     sandbox_backend = serializers.CharField()
     attempts = serializers.IntegerField()
+    waiting_for = serializers.CharField(
+        help_text='What a running verification waits for ("pulling image …"), else "".'
+    )
     counts = serializers.SerializerMethodField()
 
     def get_counts(self, result: TaskResult) -> dict[str, int | float | bool]:

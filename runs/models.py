@@ -213,6 +213,8 @@ class TaskResult(models.Model):
     lease_token = models.UUIDField(null=True, blank=True)
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     worker = models.CharField(max_length=200, blank=True)
+    # What a running verification waits for, shown on the run page (an image being pulled).
+    waiting_for = models.CharField(max_length=255, blank=True, default="")
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

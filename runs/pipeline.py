@@ -17,6 +17,7 @@ import socket
 import threading
 import uuid
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -38,6 +39,7 @@ from runs.models import (
     WorkQueue,
 )
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
+from verifiers.sandbox.docker_engine import pull_observer
 from verifiers.scoring import VerifierSettings, verify
 from verifiers.verdict import ERROR, Reason, Verdict
 
@@ -233,9 +235,27 @@ def score_results(result_ids: list[int], *, worker: str | None = None) -> int:
     with LeaseHeartbeat(claim.token):
         for result in claim.results:
             candidate = verifier_candidate(result.candidate) if result.candidate else None
-            verdicts.append((result, verify(lanes[result.task_id], candidate, verifier_settings)))
+            with waits_shown(claim.token, result.pk):
+                verdict = verify(lanes[result.task_id], candidate, verifier_settings)
+            verdicts.append((result, verdict))
     results_record(claim.token, verdicts)
     return len(verdicts)
+
+
+@contextmanager
+def waits_shown(token: uuid.UUID, result_id: int) -> Iterator[None]:
+    """While a verification waits for its sandbox's image to be pulled, its result says so
+    (under the claim's lease: a result taken over by another worker is not touched)."""
+
+    def observe(image: str, waiting: bool) -> None:
+        note = f"pulling image {image}"[:255] if waiting else ""
+        TaskResult.objects.filter(pk=result_id, lease_token=token).update(waiting_for=note)
+
+    reset = pull_observer.set(observe)
+    try:
+        yield
+    finally:
+        pull_observer.reset(reset)
 
 
 def _needs_sandbox(results: list[TaskResult]) -> bool:

@@ -99,6 +99,8 @@ def evaluation_progress(evaluation: Evaluation) -> Progress:
     # A live run's evaluation counts every task of the version from the start.
     total = max(rows_total, evaluation.total)
     waiting = _why_waiting(counts, queued, retrying, next_attempt)
+    if counts.get(ResultStatus.RUNNING):
+        waiting += _waiting_for(evaluation)
     ahead = _queue_position(evaluation, queued) if queued else []
     return Progress(
         total, counts, _segments(counts, total), waiting, ahead, unattempted=total - rows_total
@@ -150,6 +152,18 @@ def _why_waiting(
             f"attempt {next_attempt} of {settings.SECUREBENCH_MAX_ATTEMPTS}"
         )
     return lines
+
+
+def _waiting_for(evaluation: Evaluation) -> list[str]:
+    """What running verifications wait for (an image being pulled), by worker host."""
+    notes = (
+        TaskResult.objects.filter(evaluation=evaluation, status=ResultStatus.RUNNING)
+        .exclude(waiting_for="")
+        .values_list("waiting_for", "worker")
+        .order_by("waiting_for", "worker")
+        .distinct()[:5]
+    )
+    return [f"{note} on {worker.rpartition(':')[0] or worker}" for note, worker in notes]
 
 
 def _queue_position(evaluation: Evaluation, queued: dict[str, int]) -> list[str]:

@@ -26,6 +26,7 @@ from __future__ import annotations
 import ast
 import concurrent.futures
 import contextlib
+import contextvars
 import keyword
 import tempfile
 import time
@@ -276,9 +277,14 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
         root = Path(tmp)
         _write_inputs(root, candidate.text, task.evaluation_inputs["tests"]["code"])
         worker_spec, tests_spec = _specs(task, root, wall)
-        # Both start at once: container creation dominates a Docker verification.
+        # Both start at once: container creation dominates a Docker verification. Each start
+        # runs in a copy of this context, so that whoever watches a sandbox's wait for its
+        # image (docker_engine.pull_observer) is told from those threads too.
         with concurrent.futures.ThreadPoolExecutor(2, thread_name_prefix="code-start") as pool:
-            futures = [pool.submit(sandbox.start, spec) for spec in (worker_spec, tests_spec)]
+            futures = [
+                pool.submit(contextvars.copy_context().run, sandbox.start, spec)
+                for spec in (worker_spec, tests_spec)
+            ]
         processes, problems = [], []
         for future in futures:
             try:

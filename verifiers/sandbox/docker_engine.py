@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import time
+from collections.abc import Callable
+from contextvars import ContextVar
 from typing import Any
 
 from verifiers.sandbox.base import SandboxUnavailable
@@ -40,8 +42,27 @@ def image_present(client: Any, name: str) -> bool:
     return True
 
 
+PULL_POLICIES = ("missing", "never")
+# Told when a verification starts waiting for an image to be pulled (image, True) and when the
+# wait ends (image, False), so that the caller can show the wait; None: nobody is listening.
+PullObserver = Callable[[str, bool], None]
+pull_observer: ContextVar[PullObserver | None] = ContextVar("pull_observer", default=None)
+
+
+def pull_policy() -> str:
+    """SECUREBENCH_IMAGE_PULL: `missing` (pull an image the first time it is needed, the
+    default) or `never` (air-gapped sites: only images already on the host)."""
+    policy = (os.environ.get("SECUREBENCH_IMAGE_PULL") or "missing").strip().lower()
+    if policy not in PULL_POLICIES:
+        raise SandboxUnavailable(
+            f"SECUREBENCH_IMAGE_PULL must be one of {', '.join(PULL_POLICIES)}, got {policy!r}"
+        )
+    return policy
+
+
 def resolve_image(client: Any, image: str | None) -> tuple[str, list[str]]:
-    """Alias → the image itself → SECUREBENCH_DEFAULT_IMAGE; never pulls."""
+    """Alias → the image itself → SECUREBENCH_DEFAULT_IMAGE, the first present locally; when
+    none is and the pull policy allows, the pack's image (or its alias) is pulled."""
     try:
         aliases = json.loads(os.environ.get("SECUREBENCH_IMAGE_ALIASES") or "{}")
     except ValueError as exc:
@@ -52,16 +73,56 @@ def resolve_image(client: Any, image: str | None) -> tuple[str, list[str]]:
         candidates.append(aliases[image])
     if image:
         candidates.append(image)
+    wanted = candidates[0] if candidates else None
     if default:
         candidates.append(default)
     for name in candidates:
         if image_present(client, name):
             notes = [] if name == image else [f"pack image {image} mapped to local image {name}"]
             return name, notes
+    if wanted is not None and pull_policy() == "missing":
+        pull_image(client, wanted)
+        notes = [f"image {wanted} pulled"] + (
+            [] if wanted == image else [f"pack image {image} mapped to {wanted}"]
+        )
+        return wanted, notes
+    if wanted is None:
+        raise SandboxUnavailable(
+            f"image {default} (SECUREBENCH_DEFAULT_IMAGE) is not available locally"
+        )
     raise SandboxUnavailable(
-        f"image {image} is not available locally and no registry is reachable; "
-        "set SECUREBENCH_IMAGE_ALIASES or SECUREBENCH_DEFAULT_IMAGE"
+        f"image {wanted} is not available locally and the pull policy is `never`; "
+        "pull it on this host, or set SECUREBENCH_IMAGE_ALIASES or SECUREBENCH_DEFAULT_IMAGE"
     )
+
+
+def pull_image(client: Any, reference: str) -> None:
+    """Pull ``reference`` (name[:tag] or name@digest); SandboxUnavailable naming the image
+    when the registry refuses or cannot be reached (our infrastructure, never the candidate's
+    failure: the verification is retried)."""
+    observer = pull_observer.get()
+    if observer is not None:
+        observer(reference, True)
+    try:
+        repository, _, tag = _split_reference(reference)
+        client.images.pull(repository, tag=tag)
+    except Exception as exc:  # noqa: BLE001 - not found, refused, unreachable: all "unavailable"
+        raise SandboxUnavailable(f"image {reference} could not be pulled: {exc}") from exc
+    finally:
+        if observer is not None:
+            observer(reference, False)
+
+
+def _split_reference(reference: str) -> tuple[str, str, str]:
+    """``host:port/name:tag`` → (``host:port/name``, ":", ``tag``); a digest stays whole."""
+    if "@" in reference:
+        repository, _, digest = reference.partition("@")
+        return repository, "@", digest
+    name, _, last = reference.rpartition("/")
+    if ":" in last:
+        last, _, tag = last.partition(":")
+        return (f"{name}/{last}" if name else last), ":", tag
+    return reference, ":", "latest"
 
 
 def remove_stale_containers(
