@@ -13,6 +13,7 @@ from __future__ import annotations
 import logging
 import os
 import socket
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -86,6 +87,15 @@ def beat_stopped(node: str) -> None:
     WorkerBeat.objects.filter(node=node).update(stopped_at=timezone.now())
 
 
+_probe_requested = threading.Event()
+
+
+def probe_at_next_beat() -> None:
+    """Probe the sandbox and images at the next beat, not only every PROBE_EVERY beats (an
+    image was just pulled: the health page should show it)."""
+    _probe_requested.set()
+
+
 class Heartbeat(bootsteps.StartStopStep):
     """Beats on the worker's own timer (the thread that runs Celery's event heartbeats)."""
 
@@ -118,7 +128,8 @@ class Heartbeat(bootsteps.StartStopStep):
         facts = self.facts
         if facts is None:
             return
-        if self.beats % PROBE_EVERY == 0:
+        if self.beats % PROBE_EVERY == 0 or _probe_requested.is_set():
+            _probe_requested.clear()
             facts.sandbox, facts.images = sandbox_facts()
         self.beats += 1
         self._safely(lambda: beat_record(facts, started=started))

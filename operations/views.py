@@ -10,18 +10,19 @@ import logging
 from typing import Any
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection
-from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.shortcuts import redirect, render
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from kombu.exceptions import KombuError
 
-from operations import access, metrics, selectors
+from operations import access, images, metrics, selectors
 
 logger = logging.getLogger(__name__)
 
@@ -35,14 +36,33 @@ def health_page(request: HttpRequest) -> HttpResponse:
     if not access.can_view_operations(request.user):
         raise PermissionDenied("The health page is for reviewers and admins.")
     template = "operations/health.html#overview" if request.htmx else "operations/health.html"
-    return render(request, template, overview())
+    return render(request, template, overview(request.user))
 
 
-def overview() -> dict[str, Any]:
+@require_POST
+def pull_image(request: HttpRequest) -> HttpResponse:
+    """An admin's "pull now": every worker host pulls an image a published version needs."""
+    if not access.can_pull_images(request.user):
+        raise PermissionDenied("Only admins can ask the workers to pull images.")
+    image = request.POST.get("image", "")
+    if image not in images.images_needed():
+        return HttpResponseBadRequest("Not an image any published version needs.")
+    images.request_pull(image)
+    logger.info("%s asked every worker to pull %s", request.user, image)
+    messages.success(
+        request,
+        f"Every Docker worker host is pulling {image}; this page shows it once they have it.",
+    )
+    return redirect("operations:health")
+
+
+def overview(user: Any = None) -> dict[str, Any]:
     now = timezone.now()
     rows = selectors.queues()
     alive, gone = selectors.workers(now)
     return {
+        "images": images.image_rows(alive),
+        "can_pull": user is not None and access.can_pull_images(user),
         "now": now,
         "queues": [(row, row.waited_seconds(now)) for row in rows],
         "stalls": selectors.stalls(rows, now),

@@ -21,6 +21,7 @@ app.autodiscover_tasks()
 
 def _add_heartbeat() -> None:
     # Imported late: the step's module reads Django models, and Django is set up by then.
+    from operations import worker_control  # noqa: F401, PLC0415 - registers "pull now"
     from operations.heartbeat import Heartbeat  # noqa: PLC0415
 
     app.steps["worker"].add(Heartbeat)

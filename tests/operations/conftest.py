@@ -1,1 +1,1 @@
-from tests.runs.conftest import broker, workers  # noqa: F401 - pytest fixtures
+from tests.runs.conftest import broker, docker_run, workers  # noqa: F401 - pytest fixtures
