@@ -15,6 +15,7 @@ from prometheus_client.core import GaugeMetricFamily, HistogramMetricFamily, Met
 from prometheus_client.registry import Collector
 
 from operations import selectors
+from operations.canary import canary_status
 
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 PREFIX = "securebench"
@@ -54,6 +55,7 @@ class SiteCollector(Collector):
         )
         yield _results_by_status()
         yield _durations()
+        yield from _canary()
 
 
 def _per_queue(
@@ -100,3 +102,18 @@ def exposition() -> bytes:
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SiteCollector())
     return generate_latest(registry)
+
+
+def _canary() -> Iterator[Metric]:
+    status = canary_status()
+    yield GaugeMetricFamily(
+        f"{PREFIX}_canary_ok",
+        "1 when the last canary check gave right verdicts and is not late, else 0",
+        value=1 if status.state == "ok" else 0,
+    )
+    if status.age_seconds is not None:
+        yield GaugeMetricFamily(
+            f"{PREFIX}_canary_age_seconds",
+            "Seconds since the last canary check started",
+            value=status.age_seconds,
+        )

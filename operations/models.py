@@ -26,3 +26,34 @@ class WorkerBeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.node} (pid {self.pid})"
+
+
+class CanaryVerdict(models.TextChoices):
+    RUNNING = "running", "running"
+    OK = "ok", "right verdicts"
+    WRONG = "wrong", "wrong verdicts"
+
+
+class CanaryCheck(models.Model):
+    """One scheduled check of the site itself: the canary pack scored once more with its
+    reference answers (every task must pass) and with empty ones (every task must fail)."""
+
+    started_at = models.DateTimeField(db_index=True)
+    oracle = models.ForeignKey(
+        "runs.Evaluation", null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    null = models.ForeignKey(
+        "runs.Evaluation", null=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    verdict = models.CharField(
+        max_length=16, choices=CanaryVerdict.choices, default=CanaryVerdict.RUNNING
+    )
+    # Which task came out how, when the verdicts were wrong.
+    problem = models.TextField(blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-started_at"]
+
+    def __str__(self) -> str:
+        return f"canary check of {self.started_at:%Y-%m-%d %H:%M}: {self.verdict}"

@@ -22,7 +22,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
 from kombu.exceptions import KombuError
 
-from operations import access, images, metrics, selectors
+from operations import access, canary, images, metrics, selectors
 
 logger = logging.getLogger(__name__)
 
@@ -61,6 +61,7 @@ def overview(user: Any = None) -> dict[str, Any]:
     rows = selectors.queues()
     alive, gone = selectors.workers(now)
     return {
+        "canary": canary.canary_status(now),
         "images": images.image_rows(alive),
         "can_pull": user is not None and access.can_pull_images(user),
         "now": now,
@@ -77,6 +78,7 @@ def overview(user: Any = None) -> dict[str, Any]:
         "alive_seconds": settings.SECUREBENCH_WORKER_ALIVE_SECONDS,
         "stall_seconds": settings.SECUREBENCH_STALL_SECONDS,
         "poll_seconds": POLL_SECONDS,
+        "canary_minutes": settings.SECUREBENCH_CANARY_MINUTES,
     }
 
 

@@ -406,6 +406,16 @@ CELERY_BEAT_SCHEDULE = {
         "schedule": float(SECUREBENCH_REAPER_SECONDS),
     },
 }
+# The canary (operations.canary): the built-in canary pack scored with its reference answers
+# and with empty ones every CANARY_MINUTES (0: never); a check unfinished after LATE seconds,
+# or none for two intervals, shows as late on /health/.
+SECUREBENCH_CANARY_MINUTES = env_int("SECUREBENCH_CANARY_MINUTES", 10)
+SECUREBENCH_CANARY_LATE_SECONDS = env_int("SECUREBENCH_CANARY_LATE_SECONDS", 300)
+if SECUREBENCH_CANARY_MINUTES > 0:
+    CELERY_BEAT_SCHEDULE["run-canary"] = {
+        "task": "operations.tasks.run_canary",
+        "schedule": float(SECUREBENCH_CANARY_MINUTES * 60),
+    }
 # A Docker sandbox older than this is an orphan of a dead worker: no live verification runs
 # past the sandbox task's hard limit (runs.tasks), plus a margin. Lower it only together with
 # SECUREBENCH_SANDBOX_TASK_SECONDS, or the janitor removes live sandboxes.
