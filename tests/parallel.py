@@ -54,7 +54,7 @@ def pytest_runtest_logreport(report: object) -> None:
 
 def pytest_sessionfinish(session: object, exitstatus: int) -> None:
     missing = sorted(_collected - _reported)
-    if missing and exitstatus == 0:
+    if missing:
         listed = "\n  ".join(missing[:50])
         print(f"\n{len(missing)} collected tests never reported a result:\n  {listed}")
         session.exitstatus = 1  # type: ignore[attr-defined]
