@@ -477,6 +477,7 @@ def test_results_list_verdicts_and_never_logs_or_detail_strings(harness, reader,
         "duration_seconds": 0.5,
         "sandbox_backend": "",
         "attempts": 0,
+        "waiting_for": "",
         "counts": {"choice_count": 3, "tests_exit_code": 1, "timed_out": False},
     }
     for response in everything:
