@@ -528,6 +528,9 @@ AXES_COOLOFF_TIME = timedelta(minutes=env_int("SECUREBENCH_LOGIN_LOCKOUT_MINUTES
 AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_CALLABLE = "securebench_site.auth.locked_out"
+# No "AXES: BEGIN …" banner on every command and server start; lockouts are still logged
+# (django-axes logs them as warnings whatever this says).
+AXES_VERBOSE = False
 
 # Every handler redacts capability URLs (securebench_site.log_filters), including the
 # development server's access log, which Django otherwise writes through a handler of its own.

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import shutil
 import subprocess
 import tarfile
 import threading
@@ -139,3 +140,13 @@ class LocalRegistry:
 
 def remove_image(reference: str) -> None:
     subprocess.run(["docker", "image", "rm", "-f", reference], capture_output=True, check=False)
+
+
+def pack_with_image(folder: Path, image: str) -> Path:
+    """examples/python-functions, its tasks naming ``image`` instead of python:3.12-slim."""
+    from tests.conftest import EXAMPLES  # noqa: PLC0415 - conftest imports Django settings
+
+    shutil.copytree(EXAMPLES / "python-functions", folder)
+    manifest = folder / "manifest.yaml"
+    manifest.write_text(manifest.read_text().replace("python:3.12-slim", image))
+    return folder

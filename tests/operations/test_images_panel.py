@@ -4,7 +4,6 @@ its own engine (a real worker, a real registry on loopback: tests/registry.py)."
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,7 +17,7 @@ from operations.models import WorkerBeat
 from packs.services import pack_import_folder
 from tests.components import LOCAL_IMAGE
 from tests.conftest import EXAMPLES, make_user
-from tests.registry import LocalRegistry, remove_image
+from tests.registry import LocalRegistry, pack_with_image, remove_image
 from tests.runs.conftest import DockerRun, WorkerPool, wait_for
 from verifiers.sandbox.docker_engine import image_present
 
@@ -36,13 +35,6 @@ def signed_in(user) -> Client:
     client = Client()
     client.force_login(user)
     return client
-
-
-def pack_with_image(folder: Path, image: str) -> Path:
-    shutil.copytree(EXAMPLES / "python-functions", folder)
-    manifest = folder / "manifest.yaml"
-    manifest.write_text(manifest.read_text().replace(PACK_IMAGE, image))
-    return folder
 
 
 @pytest.mark.django_db

@@ -5,7 +5,6 @@ is a real one on loopback (tests/registry.py), slowed down so the wait can be wa
 
 from __future__ import annotations
 
-import shutil
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -18,8 +17,8 @@ from packs.services import pack_import_folder
 from runs.models import Evaluation, RunSource, TaskResult
 from runs.services import RunMetadata, run_submit_reference
 from tests.components import LOCAL_IMAGE
-from tests.conftest import EXAMPLES, make_user
-from tests.registry import LocalRegistry, remove_image
+from tests.conftest import make_user
+from tests.registry import LocalRegistry, pack_with_image, remove_image
 from tests.runs.conftest import DockerRun, WorkerPool, wait_for
 
 pytestmark = pytest.mark.django_db(transaction=True)
@@ -32,13 +31,6 @@ def registry(tmp_path: Path) -> Iterator[LocalRegistry]:
     served.start()
     yield served
     served.stop()
-
-
-def pack_with_image(folder: Path, image: str) -> Path:
-    shutil.copytree(EXAMPLES / "python-functions", folder)
-    manifest = folder / "manifest.yaml"
-    manifest.write_text(manifest.read_text().replace("python:3.12-slim", image))
-    return folder
 
 
 def test_the_worker_pulls_a_missing_image_and_the_run_page_shows_the_wait(
