@@ -146,7 +146,7 @@ def _limit(result: SandboxResult) -> str | None:
         return "output"
     if result.timed_out or result.exit_code == _CPU_LIMIT_EXIT:
         return "timeout"
-    if any(_PIDS_WATCHDOG_NOTE in note for note in result.notes):
+    if result.process_limit or any(_PIDS_WATCHDOG_NOTE in note for note in result.notes):
         return "processes"
     if result.exit_code not in (None, 0) and _PROCESS_LIMIT.search(result.stderr[-4096:]):
         return "processes"

@@ -212,6 +212,8 @@ def limit_reason(result: SandboxResult) -> str | None:
         return Reason.MEMORY_LIMIT
     if result.output_exceeded:
         return Reason.OUTPUT_LIMIT
+    if result.process_limit:
+        return Reason.PROCESS_LIMIT
     return None
 
 

@@ -9,11 +9,15 @@ program ignores and every fork inherits. The verification's processes are then f
   root or not, bwrap or Docker);
 * by the slot uids the fresh bwrap instance ran under (as root; a candidate that exec()s
   another program drops the token but keeps its uid);
-* by the Docker containers with the verification's own label (a container left behind holds
-  whatever still runs in it, and is a leftover itself).
+* by the Docker containers the fresh Docker instance ran in (a container left behind holds
+  whatever still runs in it, and is a leftover itself). They may come from the process's
+  container pool, so they carry the suite's labels, not one of their own: the instance
+  records their ids. A container whose removal was handed to a background thread (nothing
+  but its keeper left in it) is waited for first: that removal is bounded, the run's
+  processes were already checked by token.
 
-Other runs on the machine have other tokens, labels, and slot uids held under their locks, so
-they are never counted.
+Other runs on the machine have other tokens, container ids, and slot uids held under their
+locks, so they are never counted.
 """
 
 from __future__ import annotations
@@ -25,7 +29,7 @@ import uuid
 from dataclasses import dataclass, replace
 from typing import Any
 
-from tests.security.sandbox_backends import TEST_LABEL, slot_leftovers
+from tests.security.sandbox_backends import slot_leftovers
 from tests.security.sandbox_probes import processes_with_token
 from verifiers.sandbox.base import Sandbox, SandboxProcess, SandboxResult, SandboxSpec
 from verifiers.sandbox.bwrap import BwrapSandbox
@@ -80,7 +84,8 @@ def _fresh_backend(sandbox: Sandbox, token: str) -> Sandbox:
     from verifiers.sandbox.docker import DockerSandbox  # noqa: PLC0415 - optional SDK
 
     assert isinstance(sandbox, DockerSandbox), f"no leftover check for {sandbox.name}"
-    return DockerSandbox(sandbox.client, labels={**sandbox.labels, TEST_LABEL: token})
+    # The suite's labels, not the run's: the run then takes containers from the pool.
+    return DockerSandbox(sandbox.client, labels=sandbox.labels)
 
 
 def leftovers(run: TrackedRun) -> dict[str, Any]:
@@ -110,8 +115,14 @@ def clean_up(run: TrackedRun, found: dict[str, Any]) -> None:
 
 
 def labelled_containers(run: TrackedRun) -> list[Any]:
-    """The run's Docker containers, running or not."""
+    """The run's Docker containers still on the engine, running or not."""
+    from verifiers.sandbox.docker import wait_for_removals  # noqa: PLC0415 - optional SDK
+
+    wait_for_removals()
     client = run.backend.client  # type: ignore[attr-defined] - a DockerSandbox
-    return client.containers.list(
-        all=True, filters={"label": f"{TEST_LABEL}={run.token}"}, ignore_removed=True
-    )
+    used = set(run.backend.used_ids)  # type: ignore[attr-defined]
+    return [
+        container
+        for container in client.containers.list(all=True, ignore_removed=True)
+        if container.id in used
+    ]

@@ -10,6 +10,7 @@ match wins:
     empty, NUL-containing or > 1 MiB candidate          → failed invalid_candidate
     no backend / a sandbox cannot start                 → error  sandbox_unavailable
     memory limit (either sandbox, or W reported MemoryError) → failed memory_limit
+    a fork refused at the process limit (either sandbox)  → failed process_limit
     output limit (either sandbox) or a W frame > 1 MiB  → failed output_limit
     wall limit (either sandbox, or the host deadline)   → failed timeout
     W wrote a frame that answers no request             → failed tamper_detected
@@ -350,6 +351,8 @@ def _failure_reason(session: _Session) -> tuple[str, str | None]:
         or "MemoryError" in (outcome.worker_error_types)
     ):
         return FAILED, Reason.MEMORY_LIMIT
+    if worker.process_limit or tests.process_limit:
+        return FAILED, Reason.PROCESS_LIMIT
     if worker.output_exceeded or tests.output_exceeded or outcome.worker_oversize:
         return FAILED, Reason.OUTPUT_LIMIT
     if outcome.timed_out or worker.timed_out or tests.timed_out:

@@ -90,6 +90,8 @@ class SandboxResult:
     timed_out: bool = False
     memory_exceeded: bool = False
     output_exceeded: bool = False
+    # The run was refused a new process at limits.pids (a fork bomb) and killed for it.
+    process_limit: bool = False
     collected: dict[str, bytes] = field(default_factory=dict)
     # Collected paths refused because they were not regular files (symlinks, fifos, ...).
     refused: tuple[str, ...] = ()

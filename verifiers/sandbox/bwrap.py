@@ -668,6 +668,7 @@ class BwrapProcess(SandboxProcess):
             timed_out=self._flags.timed_out,
             memory_exceeded=memory,
             output_exceeded=self._flags.output_exceeded,
+            process_limit=self._flags.pids_exceeded,
             collected=collected,
             refused=tuple(refused),
             notes=tuple(self._notes),

@@ -49,17 +49,17 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import secrets
 import select
 import tarfile
 import tempfile
 import threading
 import time
+from collections import deque
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
 from verifiers.sandbox.base import (
-    CODE_LIMITS,
-    Limits,
     Sandbox,
     SandboxProcess,
     SandboxResult,
@@ -82,20 +82,35 @@ from verifiers.sandbox.docker_engine import (
     resolve_image,
 )
 from verifiers.sandbox.docker_exec import (
+    COPY_IN_EXIT,
+    COPY_IN_THEN_RUN,
     KILL_ALL,
     LINKED_PATHS,
-    RUN_THEN_KILL,
     SANDBOX_UID,
     DockerExec,
     SocketWriter,
     oom_counter_path,
+    pids_events_path,
+    read_counter,
+    read_counter_value,
     read_oom_kills,
     safe_relpath,
     work_tar,
 )
+from verifiers.sandbox.docker_pool import (
+    check_runtime,
+    config_for,
+    create_container,
+    mount_parents,
+    process_pool,
+)
 
-KEEPER_UID = 65533  # the keeper must not be killable by the run's `kill -9 -1`
 EXIT_SIGKILL = 128 + 9
+# A container left with only these (docker-init and the keeper) holds nothing of the run.
+IDLE_TASKS = 2
+
+_removals: set[threading.Thread] = set()
+_removals_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -112,19 +127,6 @@ class ImageWorkdirSpec(SandboxSpec):
     workdir_from_image: bool = True
 
 
-def _cpus(limits: Limits) -> float:
-    # security.md §7: 1 CPU for the code profile, 2 above it (Limits has no cpu count field).
-    return 1.0 if limits.memory_bytes <= CODE_LIMITS.memory_bytes else 2.0
-
-
-def _tmpfs_opts(size: int, *, owner: int | None, mode: str) -> str:
-    inodes = max(4096, size // 2048)  # bounds "millions of empty files" (A26)
-    # Docker makes tmpfs noexec by default; a workspace's own scripts (./run.sh) must run,
-    # as they would on bwrap. nosuid keeps set-id bits inert.
-    opts = f"rw,exec,nosuid,nodev,size={size},nr_inodes={inodes},mode={mode}"
-    return opts + (f",uid={owner},gid={owner}" if owner is not None else "")
-
-
 class DockerProcess(SandboxProcess):
     def __init__(
         self,
@@ -133,9 +135,9 @@ class DockerProcess(SandboxProcess):
         *,
         interactive: bool,
         labels: dict[str, str] | None = None,
+        used: deque[str] | None = None,
     ) -> None:
         self.client = client
-        self._labels = {**(labels or {}), LABEL: "1"}
         self.api = client.api
         self.spec = spec
         self.limits = spec.limits
@@ -145,24 +147,34 @@ class DockerProcess(SandboxProcess):
         self._killed = threading.Event()
         self._timed_out = False
         self._output_exceeded = False
+        self._process_limit = False
         self._stdout_cap = OutputCapture(self.limits.output_bytes)
         self._stderr_cap = OutputCapture(self.limits.output_bytes)
         self._threads: list[threading.Thread] = []
         self._container: Any = None
         self._oom_counter: str | None = None  # found at start; None: not readable here
+        self._pids_events: str | None = None
+        self._pids_refused = 0  # forks refused at the pids limit before the run began
         self._removed = False
         self._remove_lock = threading.Lock()
         # Set once the command's output streams end (pump done), before any early teardown.
         self._eof = threading.Event()
         self._ended: _Ended | None = None
         self._image_files: tempfile.SpooledTemporaryFile[bytes] | None = None
+        self._nonce = secrets.token_hex(16).encode()
         self._started = time.monotonic()
         self.image, notes = resolve_image(client, spec.image)
         self._notes += notes
+        self._config = config_for(spec, self.image, labels or {})
+        check_runtime(client, self._config.runtime)
+        # The image's own work dir must be read before the container starts: never pooled.
+        self._pool = None if getattr(spec, "workdir_from_image", False) else process_pool()
+        self.pooled = False
         try:
-            self._create()
-            self._copy_in()
-            self._exec_command(interactive)
+            self._acquire()
+            if used is not None:
+                used.append(self._container.id)
+            self._setup(interactive)
         except BaseException:
             self._remove()
             raise
@@ -180,69 +192,58 @@ class DockerProcess(SandboxProcess):
             **self.spec.env,
         }
 
+    def _acquire(self) -> None:
+        """A started container of this run's configuration: the pool's, or a fresh one."""
+        container_id = self._pool.take(self._config) if self._pool is not None else None
+        if container_id is not None:
+            self._container = self.client.containers.prepare_model({"Id": container_id})
+            self.pooled = True
+        else:
+            self._create()
+        self._watch_cgroups()
+
+    def _watch_cgroups(self) -> None:
+        # Looked up while the container surely runs (the engine deletes its cgroups when it
+        # stops): a container stopped early must not look like a remote engine.
+        self._oom_counter = oom_counter_path(self._container.id)
+        self._pids_events = pids_events_path(self._container.id)
+        if self._pids_events is not None:
+            self._pids_refused = read_counter(self._pids_events, "max") or 0
+
     def _create(self) -> None:
-        docker = docker_module()
-        lim, spec = self.limits, self.spec
-        ulimits = [
-            docker.types.Ulimit(name=name, soft=value, hard=value)
-            for name, value in (
-                ("cpu", lim.cpu_seconds),
-                ("fsize", lim.file_size_bytes),
-                ("nofile", lim.open_files),
-                ("core", 0),
-                ("msgqueue", 0),  # POSIX message queues are kernel memory outside every cap
-                ("stack", lim.stack_bytes),
-            )
-        ]
-        binds = {
-            str(m.source): {"bind": m.target, "mode": "ro" if m.read_only else "rw"}
-            for m in spec.mounts
-        }
         try:
-            self._container = self.client.containers.create(
-                self.image,
-                entrypoint=["sleep", "infinity"],
-                command=[],
-                user=f"{KEEPER_UID}:{KEEPER_UID}",
-                working_dir="/",
-                environment=self._env(),
-                network_mode="none",
-                cap_drop=["ALL"],
-                cap_add=[c.upper().removeprefix("CAP_") for c in spec.capabilities] or None,
-                security_opt=["no-new-privileges"],
-                read_only=True,
-                tmpfs={
-                    "/tmp": _tmpfs_opts(lim.tmp_bytes, owner=None, mode="1777"),  # noqa: S108
-                    # 0711 when mounts lie inside it: the root exec that opens up their
-                    # parent folders (_open_mount_parents) must traverse it.
-                    spec.workdir: _tmpfs_opts(
-                        lim.work_bytes,
-                        owner=SANDBOX_UID,
-                        mode="0711" if mount_parents(spec) else "0700",
-                    ),
-                },
-                mem_limit=lim.memory_bytes,
-                memswap_limit=lim.memory_bytes,
-                pids_limit=lim.pids + 3,  # + docker-init, the keeper, our teardown exec
-                nano_cpus=int(_cpus(lim) * 1e9),
-                ulimits=ulimits,
-                init=True,
-                tty=False,
-                stdin_open=False,
-                hostname="sandbox",
-                # No /dev/shm: Docker's default is a writable 64 MiB tmpfs outside our caps.
-                ipc_mode="none",
-                volumes=binds or None,
-                labels=self._labels,
-                detach=True,
-            )
+            self._container = create_container(self.client, self._config)
             self._image_files = self._read_image_workdir()
             self._container.start()
-            self._oom_counter = oom_counter_path(self._container.id)
         except SandboxUnavailable:
             raise
         except Exception as exc:  # noqa: BLE001 - an engine/image fault is ours, not theirs
             raise SandboxUnavailable(f"cannot start a container from {self.image}: {exc}") from exc
+
+    def _setup(self, interactive: bool) -> None:
+        """Everything before the command runs. A pooled container gone meanwhile (removed by
+        the janitor, or the engine restarted) fails at its first exec: then a fresh one."""
+        try:
+            self._open_mount_parents()
+            if self._image_files is not None:
+                self._copy_image_workdir()
+            self._exec_command(interactive)
+        except SandboxUnavailable:
+            if not self.pooled or self._container_running():
+                raise
+            self._notes.append("a pooled container was gone; a fresh one took its place")
+            self._remove()
+            self._removed, self.pooled = False, False
+            self._create()
+            self._watch_cgroups()
+            self._open_mount_parents()
+            self._exec_command(interactive)
+
+    def _container_running(self) -> bool:
+        try:
+            return bool(self.api.inspect_container(self._container.id)["State"]["Running"])
+        except Exception:  # noqa: BLE001 - not found: not running
+            return False
 
     def _read_image_workdir(self) -> tempfile.SpooledTemporaryFile[bytes] | None:
         """The image's own folder at workdir as a tar (None if not asked or not there)."""
@@ -266,14 +267,17 @@ class DockerProcess(SandboxProcess):
         return spool
 
     def _exec(self, cmd: list[str], *, user: str | None = None, **kwargs: Any) -> DockerExec:
-        return DockerExec(
-            self.api,
-            self._container.id,
-            cmd,
-            user=user or f"{SANDBOX_UID}:{SANDBOX_UID}",
-            environment=self._env(),
-            **kwargs,
-        )
+        try:
+            return DockerExec(
+                self.api,
+                self._container.id,
+                cmd,
+                user=user or f"{SANDBOX_UID}:{SANDBOX_UID}",
+                environment=self._env(),
+                **kwargs,
+            )
+        except Exception as exc:  # noqa: BLE001 - an engine fault is ours, not the run's
+            raise SandboxUnavailable(f"cannot exec in the container: {exc}") from exc
 
     def _run_exec(self, cmd: list[str], data: bytes | BinaryIO = b"", **kwargs: Any) -> tuple:
         """Run a short trusted exec to completion; (exit code, stdout, stderr)."""
@@ -301,56 +305,77 @@ class DockerProcess(SandboxProcess):
                 f"cannot open the mount folders: {err.decode(errors='replace').strip()}"
             )
 
-    def _copy_in(self) -> None:
-        self._open_mount_parents()
-        if self._image_files is not None:
-            # The archive's one top entry is the folder itself: strip it.
-            with self._image_files as archive:
-                code, _, err = self._run_exec(
-                    ["tar", "-x", "-f", "-", "--strip-components=1", "-C", self.spec.workdir],
-                    archive,
-                )
-            if code != 0:
-                raise SandboxUnavailable(
-                    f"copying the image's {self.spec.workdir} failed: "
-                    + err.decode(errors="replace").strip()
-                )
-        if self.spec.work_files is None:
+    def _copy_image_workdir(self) -> None:
+        # The archive's one top entry is the folder itself: strip it.
+        if self._image_files is None:
             return
-        with work_tar(self.spec.work_files, self._notes) as archive:
+        with self._image_files as archive:
             code, _, err = self._run_exec(
-                ["tar", "-x", "-f", "-", "-C", self.spec.workdir], archive
+                ["tar", "-x", "-f", "-", "--strip-components=1", "-C", self.spec.workdir],
+                archive,
             )
         if code != 0:
             raise SandboxUnavailable(
-                f"sandbox copy-in failed: {err.decode(errors='replace').strip()}"
+                f"copying the image's {self.spec.workdir} failed: "
+                + err.decode(errors="replace").strip()
             )
 
     def _exec_command(self, interactive: bool) -> None:
+        """One exec: the work files' copy-in, then the command (COPY_IN_THEN_RUN). The input
+        (nonce line, tar, then the command's own stdin) is written before this returns for
+        start(), so a caller's first write lands after it."""
+        archive = (
+            work_tar(self.spec.work_files, self._notes)
+            if self.spec.work_files is not None
+            else None
+        )
         try:
+            size = _stream_size(archive)
             # A prompt `kill -9 -1` right after the command exits leaves a daemon no time to
             # rewrite results; _collect() still verifies nothing is left before reading.
-            wrapped = ["sh", "-c", RUN_THEN_KILL, "sh", *self.spec.command]
-            self._cmd = self._exec(wrapped, workdir=self.spec.workdir)
-        except Exception as exc:  # noqa: BLE001
-            raise SandboxUnavailable(f"cannot exec in the container: {exc}") from exc
-        self._stdout_pipe_w: int | None = None
-        if interactive:
-            read_fd, self._stdout_pipe_w = os.pipe()
-            os.set_blocking(self._stdout_pipe_w, False)  # so a kill can interrupt a full pipe
-            self.stdout = os.fdopen(read_fd, "rb")
-            self.stdin = io.BufferedWriter(SocketWriter(self._cmd))  # type: ignore[assignment]
-            on_stdout = self._to_pipe
-        else:
-            on_stdout = self._capture(self._stdout_cap)
-            self._thread(self._cmd.send, self.spec.stdin)
-        self._thread(self._pump, on_stdout)
-        self._pump_thread = self._threads[-1]
+            wrapped = ["sh", "-c", COPY_IN_THEN_RUN, "sh", str(size), self.spec.workdir]
+            self._cmd = self._exec([*wrapped, *self.spec.command], workdir=self.spec.workdir)
+            self._stdout_pipe_w: int | None = None
+            if interactive:
+                read_fd, self._stdout_pipe_w = os.pipe()
+                os.set_blocking(self._stdout_pipe_w, False)  # a kill can interrupt a full pipe
+                self.stdout = os.fdopen(read_fd, "rb")
+                self.stdin = io.BufferedWriter(SocketWriter(self._cmd))  # type: ignore[assignment]
+                self._pump_thread = self._thread(self._pump, self._to_pipe)
+                self._send_prefix(archive, close=False)
+            else:
+                self._pump_thread = self._thread(self._pump, self._capture(self._stdout_cap))
+                self._thread(self._send_input, archive)
+                archive = None  # the sender closes it
+        finally:
+            if archive is not None:
+                archive.close()
 
-    def _thread(self, target: Any, *args: Any) -> None:
+    def _send_prefix(self, archive: BinaryIO | None, *, close: bool) -> None:
+        if self._cmd.send(self._nonce + b"\n", close=False) and archive is not None:
+            self._cmd.send(archive, close=close)
+        elif close:
+            self._cmd.close_stdin()
+
+    def _send_input(self, archive: BinaryIO | None) -> None:
+        try:
+            self._send_prefix(archive, close=False)
+        finally:
+            if archive is not None:
+                archive.close()
+        self._cmd.send(self.spec.stdin)
+
+    def _copy_in_problem(self, exit_code: int | None, stderr: bytes) -> str | None:
+        """The extraction's own error when the copy-in failed (ours, never the run's)."""
+        if exit_code != COPY_IN_EXIT or not stderr.startswith(self._nonce + b" "):
+            return None
+        return stderr[len(self._nonce) + 1 :].decode(errors="replace").strip()
+
+    def _thread(self, target: Any, *args: Any) -> threading.Thread:
         thread = threading.Thread(target=target, args=args, daemon=True)
         thread.start()
         self._threads.append(thread)
+        return thread
 
     def _pump(self, on_stdout: Any) -> None:
         try:
@@ -378,7 +403,7 @@ class DockerProcess(SandboxProcess):
         except Exception as exc:  # noqa: BLE001 - finish() falls back to its own path
             self._notes.append(f"early teardown skipped: {exc}")
             return
-        self._remove()
+        self._remove(in_background=True)
 
     def _to_pipe(self, data: bytes) -> None:
         """Behave like a pipe: block while the caller is not reading, until a kill."""
@@ -417,7 +442,20 @@ class DockerProcess(SandboxProcess):
                 self._timed_out = True
                 self._kill()
                 return
+            if self._forks_refused():
+                # A fork bomb at the pids limit spins until the wall (its forks fail, it
+                # retries): end it now, as its own failure, like bwrap's watchdog does.
+                self._process_limit = True
+                self._notes.append(f"killed: a fork refused at limits.pids ({self.limits.pids})")
+                self._kill()
+                return
             self._killed.wait(0.05)
+
+    def _forks_refused(self) -> bool:
+        if self._pids_events is None:
+            return False
+        refused = read_counter(self._pids_events, "max")
+        return refused is not None and refused > self._pids_refused
 
     def _kill(self) -> None:
         self._killed.set()
@@ -467,6 +505,9 @@ class DockerProcess(SandboxProcess):
         for thread in self._threads:
             thread.join(KILL_GRACE)
         stderr = self._stderr_cap.value()
+        problem = self._copy_in_problem(exit_code, stderr)
+        if problem is not None:
+            raise SandboxUnavailable(f"sandbox copy-in failed: {problem}")
         if not oom and looks_like_alloc_failure(exit_code, stderr):
             oom = True
             self._notes.append("memory_exceeded inferred from an allocation failure on stderr")
@@ -483,6 +524,7 @@ class DockerProcess(SandboxProcess):
             timed_out=self._timed_out,
             memory_exceeded=oom,
             output_exceeded=self._output_exceeded,
+            process_limit=self._process_limit,
             collected=collected,
             refused=tuple(refused),
             notes=tuple(self._notes),
@@ -565,37 +607,74 @@ class DockerProcess(SandboxProcess):
             spool.close()
         return collected, refused
 
-    def _remove(self) -> None:
-        """Remove the container (kill and wait included) once, from whichever thread first."""
+    def _remove(self, *, in_background: bool = False) -> None:
+        """Remove the container (kill and wait included) once, from whichever thread first.
+
+        ``in_background``: the engine's kill-wait-delete (60-150 ms) runs on a thread of its
+        own and the caller goes on. Only taken when the container's pids cgroup shows nothing
+        but docker-init and the keeper: nothing of the run is left to outlive its result (A28).
+        """
         with self._remove_lock:
             if self._removed:
                 return
             self._removed = True
             if self._image_files is not None:
                 self._image_files.close()
+            if self._pool is not None:
+                self._pool.release(self._config)
             if self._container is None:
                 return
             if not self._eof.is_set():
                 self._killed.set()  # a pump blocked on the caller's stdout pipe gives up
+            if in_background and self._only_keeper_left():
+                _remove_later(self._container)
+                return
             try:
                 self._container.remove(force=True)
             except Exception as exc:  # noqa: BLE001
                 self._notes.append(f"container removal failed: {exc}")
 
+    def _only_keeper_left(self) -> bool:
+        if self._pids_events is None:
+            return False  # a remote engine: we cannot see, so we wait
+        current = self._pids_events.removesuffix("pids.events") + "pids.current"
+        tasks = read_counter_value(current)
+        return tasks is not None and tasks <= IDLE_TASKS
 
-def mount_parents(spec: SandboxSpec) -> list[str]:
-    """Folders strictly between the work dir and the targets of mounts inside it."""
-    root = spec.workdir.rstrip("/")
-    found: list[str] = []
-    for mount in spec.mounts:
-        if not mount.target.startswith(root + "/"):
-            continue
-        parts = mount.target[len(root) + 1 :].split("/")[:-1]
-        for depth in range(1, len(parts) + 1):
-            folder = root + "/" + "/".join(parts[:depth])
-            if folder not in found:
-                found.append(folder)
-    return found
+
+def _remove_later(container: Any) -> None:
+    """Remove ``container`` on a thread of its own. Not a daemon: a process exiting waits for
+    it, so a worker's normal exit leaves no container behind (SIGKILL: the janitor's)."""
+
+    def remove() -> None:
+        with contextlib.suppress(Exception):  # gone already, or the janitor's later
+            container.remove(force=True)
+        with _removals_lock:
+            _removals.discard(threading.current_thread())
+
+    thread = threading.Thread(target=remove, name="sb-docker-rm")
+    with _removals_lock:
+        _removals.add(thread)
+    thread.start()
+
+
+def wait_for_removals(timeout: float = 30.0) -> None:
+    """Wait until the containers handed to background removal are gone (tests count them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with _removals_lock:
+            pending = list(_removals)
+        if not pending or time.monotonic() > deadline:
+            return
+        pending[0].join(max(0.0, deadline - time.monotonic()))
+
+
+def _stream_size(stream: BinaryIO | None) -> int:
+    if stream is None:
+        return 0
+    size = stream.seek(0, os.SEEK_END)
+    stream.seek(0)
+    return size
 
 
 @dataclass(frozen=True)
@@ -613,12 +692,20 @@ class DockerSandbox(Sandbox):
     def __init__(self, client: Any | None = None, *, labels: dict[str, str] | None = None) -> None:
         self.client = client if client is not None else docker_client()
         self.labels = dict(labels or {})  # extra container labels (e.g. a run id for cleanup)
+        # The containers this instance's sandboxes ran in, newest last (what a test checks
+        # for leftovers); bounded, since a worker's instance may live long.
+        self.used_ids: deque[str] = deque(maxlen=512)
 
     def run(self, spec: SandboxSpec) -> SandboxResult:
-        return DockerProcess(self.client, spec, interactive=False, labels=self.labels).finish()
+        return self._process(spec, interactive=False).finish()
 
     def start(self, spec: SandboxSpec) -> SandboxProcess:
-        return DockerProcess(self.client, spec, interactive=True, labels=self.labels)
+        return self._process(spec, interactive=True)
+
+    def _process(self, spec: SandboxSpec, *, interactive: bool) -> DockerProcess:
+        return DockerProcess(
+            self.client, spec, interactive=interactive, labels=self.labels, used=self.used_ids
+        )
 
 
 __all__ = [
@@ -630,4 +717,5 @@ __all__ = [
     "docker_client",
     "remove_stale_containers",
     "resolve_image",
+    "wait_for_removals",
 ]
