@@ -9,7 +9,7 @@ SUDO := $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run serve test bench mutation worker lint format venv system-run system-test clean-data
+.PHONY: run serve test bench mutation worker lint format venv system-run system-test sandbox-image clean-data
 
 run: WORKER_ARGS = --concurrency=2
 # `make run` gives episodes' sandboxed actions a worker of their own (ACTIONS_WORKER), so the
@@ -118,6 +118,12 @@ system-test: system-run
 apt:
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(PACKAGES)
+
+# The Docker side of the sandboxes (README "Sandboxes"): an engine, the crun and gVisor (runsc)
+# runtimes registered with it, and a local image with python, pytest, git and patch, built
+# without a registry. SANDBOX_IMAGE names the tag; RUNTIMES= (empty) skips the runtimes.
+sandbox-image:
+	@bash deploy/sandbox-image.sh
 
 clean-data:
 	rm -rf var

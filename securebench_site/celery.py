@@ -6,7 +6,7 @@ import logging
 import os
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_process_shutdown
 
 from securebench_site import broker  # noqa: F401 - registers the safe filesystem transport
 
@@ -51,3 +51,13 @@ def _stage_trusted_files(**kwargs: object) -> None:
         logger.info("trusted sandbox files staged in %s", stage_all())
     except (SandboxUnavailable, OSError) as exc:
         logger.error("could not stage the trusted sandbox files: %s", exc)
+
+
+@worker_process_shutdown.connect
+def _drain_container_pool(**kwargs: object) -> None:
+    # A pool process ends through billiard's own exit path, which skips `atexit`: its idle
+    # containers (verifiers.sandbox.docker_pool) are removed here, on a warm or cold shutdown.
+    # A SIGKILLed process leaves them to the stale-container janitor.
+    from verifiers.sandbox.docker_pool import drain_process_pool  # noqa: PLC0415
+
+    drain_process_pool()

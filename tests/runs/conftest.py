@@ -51,6 +51,12 @@ class WorkerProcess:
             os.killpg(self.process.pid, signal.SIGKILL)
         self.process.wait(timeout=30)
 
+    def shut_down(self, timeout: float = 90.0) -> None:
+        """A warm shutdown (SIGTERM, as `make run`'s Ctrl-C sends): the pool processes end
+        through their own exit path (worker_process_shutdown)."""
+        self.process.send_signal(signal.SIGTERM)
+        self.process.wait(timeout=timeout)
+
     def stop(self) -> None:
         # A warm shutdown waits for the beat and pool; tests only need the processes gone.
         if self.process.poll() is None:

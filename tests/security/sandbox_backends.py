@@ -109,6 +109,7 @@ def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
     except SandboxUnavailable as exc:
         unavailable("docker", exc)
     yield DockerSandbox(client, labels={TEST_LABEL: run_id})
+    settle_containers()
     left = client.containers.list(
         all=True, filters={"label": f"{TEST_LABEL}={run_id}"}, ignore_removed=True
     )
@@ -116,6 +117,14 @@ def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
         with contextlib.suppress(Exception):
             container.remove(force=True)
     assert not left, f"containers of this test were left behind: {[c.name for c in left]}"
+
+
+def settle_containers() -> None:
+    """Before counting containers: remove this process's idle pooled ones (never handed out,
+    so never a run's) and wait for the removals handed to background threads."""
+    from verifiers.sandbox.docker_pool import drain_process_pool  # noqa: PLC0415
+
+    drain_process_pool()
 
 
 def make_host_dir() -> Iterator[Path]:

@@ -396,7 +396,39 @@ def test_fork_bomb_fails_and_leaves_nothing_behind(sandbox: Sandbox) -> None:
     )
     verdict = run(task, code, sandbox)  # run() asserts that no worker process survived
     assert verdict.status == "failed", explain(verdict)
-    assert verdict.reason in (Reason.TIMEOUT, Reason.PROCESS_LIMIT, Reason.MEMORY_LIMIT)
+    # Named for the limit it hit, not just the clock: bwrap's relay sees the worker die of
+    # memory, Docker reads the refused forks off the container's pids cgroup.
+    assert verdict.reason in (Reason.PROCESS_LIMIT, Reason.MEMORY_LIMIT), explain(verdict)
+
+
+def test_a_fork_bomb_at_the_default_limits_is_the_candidates_failure(sandbox: Sandbox) -> None:
+    """Once seen on Docker: the worker's container went silent for 30 s, the engine client's
+    socket timeout ended both streams as if the sandboxes had exited, and the verification
+    came back `error / infrastructure` (then retried, three times). The candidate's own
+    abuse is its own failure, at the task's own limits."""
+    task = with_timeout(smoke(), 35)  # past the engine client's 30 s timeout
+    code = (
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+    )
+    verdict = run(task, code, sandbox)
+    assert verdict.status == "failed", explain(verdict)
+    assert verdict.reason in (Reason.PROCESS_LIMIT, Reason.MEMORY_LIMIT), explain(verdict)
+
+
+def test_filling_the_disk_is_the_candidates_failure(sandbox: Sandbox) -> None:
+    code = (
+        "import os\n"
+        "for folder in ('/tmp', '.'):\n"
+        "    try:\n"
+        "        with open(os.path.join(folder, 'fill'), 'wb') as out:\n"
+        "            while True:\n"
+        "                out.write(b'x' * (1 << 20))\n"
+        "    except OSError:\n"
+        "        pass\n"
+        "raise SystemExit('disk full')\n"
+    )
+    verdict = run(with_timeout(smoke(), 30), code, sandbox)
+    assert verdict.status == "failed", explain(verdict)
 
 
 # What the detached daemon becomes: the worker's own python, or another program (a shell; it

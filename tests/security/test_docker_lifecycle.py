@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from tests.components import require
-from tests.security.sandbox_backends import LOCAL_IMAGE, TEST_LABEL
+from tests.security.sandbox_backends import LOCAL_IMAGE, TEST_LABEL, settle_containers
 from tests.security.sandbox_backends import SMALL as ESCAPE_LIMITS
 from tests.security.sandbox_probes import processes_with_token, survivors, wait_for
 from verifiers.sandbox import SandboxSpec, SandboxUnavailable
@@ -55,7 +55,8 @@ class Engine:
         return {TEST_LABEL: self.run_id}
 
     def ours(self) -> list[Any]:
-        """Every container of this test, running or not."""
+        """Every container of this test, running or not (idle pooled ones are not)."""
+        settle_containers()
         return self.client.containers.list(
             all=True, filters={"label": f"{TEST_LABEL}={self.run_id}"}, ignore_removed=True
         )

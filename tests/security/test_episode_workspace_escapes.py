@@ -37,7 +37,7 @@ import pytest
 from packs.compiler import compile_pack, compiled_task_lanes
 from tests.components import REPO_ROOT
 from tests.episodes.repo_pack import BuiltPack, RepoPack, build_repo_pack, build_terminal_pack
-from tests.security.sandbox_backends import TEST_LABEL
+from tests.security.sandbox_backends import TEST_LABEL, settle_containers
 from tests.security.sandbox_probes import processes_with_token, wait_for
 from verifiers import live
 from verifiers.sandbox import MiB, Sandbox
@@ -597,6 +597,7 @@ def test_no_container_or_process_outlives_an_action(
         labels = getattr(backend, "labels", {})
         client = backend.client  # type: ignore[attr-defined]
         filters = {"label": [f"{key}={value}" for key, value in labels.items()]}
+        settle_containers()  # idle pooled containers ran nothing: they are not the action's
         assert not client.containers.list(all=True, filters=filters)
     folder = episode.ws.folder
     live.destroy(folder)

@@ -38,6 +38,7 @@ from verifiers.sandbox import (
 )
 from verifiers.sandbox import bwrap as bwrap_backend
 from verifiers.sandbox.bwrap import PATH_VALUE
+from verifiers.sandbox.docker_pool import docker_runtime
 
 # --- running code inside ---------------------------------------------------------------------
 
@@ -405,6 +406,9 @@ def test_an_endless_fork_bomb_is_killed_at_the_deadline(backend: Sandbox) -> Non
 
     assert result.exit_code is None
     assert_flags(result, timed_out=True)
+    # Docker reads the refused forks off the container's pids cgroup: the run is named a
+    # process-limit failure (bwrap's slot uids refuse them by RLIMIT_NPROC, unseen).
+    assert result.process_limit == (backend.name == "docker" and docker_runtime() != "runsc")
 
 
 def test_a_memory_hog_is_reported_as_memory_exceeded(backend: Sandbox) -> None:

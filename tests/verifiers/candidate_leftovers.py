@@ -116,9 +116,9 @@ def clean_up(run: TrackedRun, found: dict[str, Any]) -> None:
 
 def labelled_containers(run: TrackedRun) -> list[Any]:
     """The run's Docker containers still on the engine, running or not."""
-    from verifiers.sandbox.docker import wait_for_removals  # noqa: PLC0415 - optional SDK
+    from verifiers.sandbox.docker_pool import wait_for_removals  # noqa: PLC0415 - optional SDK
 
-    wait_for_removals()
+    wait_for_removals()  # idle pooled containers are not counted: they are not in used_ids
     client = run.backend.client  # type: ignore[attr-defined] - a DockerSandbox
     used = set(run.backend.used_ids)  # type: ignore[attr-defined]
     return [

@@ -103,14 +103,13 @@ from verifiers.sandbox.docker_pool import (
     create_container,
     mount_parents,
     process_pool,
+    remove_later,
+    wait_for_removals,
 )
 
 EXIT_SIGKILL = 128 + 9
 # A container left with only these (docker-init and the keeper) holds nothing of the run.
 IDLE_TASKS = 2
-
-_removals: set[threading.Thread] = set()
-_removals_lock = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -147,7 +146,7 @@ class DockerProcess(SandboxProcess):
         self._killed = threading.Event()
         self._timed_out = False
         self._output_exceeded = False
-        self._process_limit = False
+        self._refused_forks = False  # a fork was refused at the pids limit during the run
         self._stdout_cap = OutputCapture(self.limits.output_bytes)
         self._stderr_cap = OutputCapture(self.limits.output_bytes)
         self._threads: list[threading.Thread] = []
@@ -442,13 +441,11 @@ class DockerProcess(SandboxProcess):
                 self._timed_out = True
                 self._kill()
                 return
-            if self._forks_refused():
-                # A fork bomb at the pids limit spins until the wall (its forks fail, it
-                # retries): end it now, as its own failure, like bwrap's watchdog does.
-                self._process_limit = True
-                self._notes.append(f"killed: a fork refused at limits.pids ({self.limits.pids})")
-                self._kill()
-                return
+            if not self._refused_forks and self._forks_refused():
+                # Seen while the cgroup exists (the engine deletes it with the container). A
+                # run that then fails or runs out of time hit its process limit: a fork bomb
+                # is the candidate's own failure, never an error of ours to retry.
+                self._refused_forks = True
             self._killed.wait(0.05)
 
     def _forks_refused(self) -> bool:
@@ -511,6 +508,8 @@ class DockerProcess(SandboxProcess):
         if not oom and looks_like_alloc_failure(exit_code, stderr):
             oom = True
             self._notes.append("memory_exceeded inferred from an allocation failure on stderr")
+        if self._refused_forks and exit_code != 0:
+            self._notes.append(f"forks were refused at limits.pids ({self.limits.pids})")
         for name, cap in (("stdout", self._stdout_cap), ("stderr", self._stderr_cap)):
             if cap.truncated:
                 self._notes.append(f"{name} truncated: kept {cap.cap} of {cap.total} bytes")
@@ -524,7 +523,7 @@ class DockerProcess(SandboxProcess):
             timed_out=self._timed_out,
             memory_exceeded=oom,
             output_exceeded=self._output_exceeded,
-            process_limit=self._process_limit,
+            process_limit=self._refused_forks and exit_code != 0,
             collected=collected,
             refused=tuple(refused),
             notes=tuple(self._notes),
@@ -627,7 +626,7 @@ class DockerProcess(SandboxProcess):
             if not self._eof.is_set():
                 self._killed.set()  # a pump blocked on the caller's stdout pipe gives up
             if in_background and self._only_keeper_left():
-                _remove_later(self._container)
+                remove_later(self._container)
                 return
             try:
                 self._container.remove(force=True)
@@ -640,33 +639,6 @@ class DockerProcess(SandboxProcess):
         current = self._pids_events.removesuffix("pids.events") + "pids.current"
         tasks = read_counter_value(current)
         return tasks is not None and tasks <= IDLE_TASKS
-
-
-def _remove_later(container: Any) -> None:
-    """Remove ``container`` on a thread of its own. Not a daemon: a process exiting waits for
-    it, so a worker's normal exit leaves no container behind (SIGKILL: the janitor's)."""
-
-    def remove() -> None:
-        with contextlib.suppress(Exception):  # gone already, or the janitor's later
-            container.remove(force=True)
-        with _removals_lock:
-            _removals.discard(threading.current_thread())
-
-    thread = threading.Thread(target=remove, name="sb-docker-rm")
-    with _removals_lock:
-        _removals.add(thread)
-    thread.start()
-
-
-def wait_for_removals(timeout: float = 30.0) -> None:
-    """Wait until the containers handed to background removal are gone (tests count them)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        with _removals_lock:
-            pending = list(_removals)
-        if not pending or time.monotonic() > deadline:
-            return
-        pending[0].join(max(0.0, deadline - time.monotonic()))
 
 
 def _stream_size(stream: BinaryIO | None) -> int:

@@ -48,6 +48,8 @@ DEFAULT_MAX_PER_CONFIG = 4
 WARM_SECONDS = 120.0  # a configuration asked for twice within this is pooled
 IDLE_SECONDS = 120.0  # an idle container older than this is replaced
 COLD_SECONDS = 300.0  # a configuration not asked for in this long is no longer pooled
+GVISOR = "runsc"
+GVISOR_OWN_THREADS = 256  # the sentry's and gofer's host threads
 
 
 @dataclass(frozen=True)
@@ -152,6 +154,14 @@ def create_container(client: Any, config: ContainerConfig) -> Any:
         for m in config.mounts
     }
     extra = {"runtime": config.runtime} if config.runtime else {}
+    pids_limit = lim.pids + 3  # + docker-init, the keeper, our teardown exec
+    if config.runtime == GVISOR:
+        # gVisor's kernel (the sentry) runs as host threads in the container's pids cgroup,
+        # so the cgroup bounds its threads, not the run's processes: those are bounded
+        # inside it by RLIMIT_NPROC, which gVisor counts per uid of its own kernel (under
+        # runc it would count every process of the uid on the host, so only here).
+        pids_limit += GVISOR_OWN_THREADS
+        ulimits.append(docker.types.Ulimit(name="nproc", soft=lim.pids + 1, hard=lim.pids + 1))
     return client.containers.create(
         config.image,
         entrypoint=["sleep", "infinity"],
@@ -171,7 +181,7 @@ def create_container(client: Any, config: ContainerConfig) -> Any:
         },
         mem_limit=lim.memory_bytes,
         memswap_limit=lim.memory_bytes,
-        pids_limit=lim.pids + 3,  # + docker-init, the keeper, our teardown exec
+        pids_limit=pids_limit,
         nano_cpus=int(_cpus(lim) * 1e9),
         ulimits=ulimits,
         init=True,
@@ -225,6 +235,7 @@ class ContainerPool:
         self.hits = 0
         self.misses = 0
         self._closed = False
+        self._making = False  # the filler is making a container (drain waits for it)
         self._filler = threading.Thread(target=self._fill_forever, name="sb-pool", daemon=True)
         self._filler.start()
 
@@ -264,18 +275,24 @@ class ContainerPool:
             return [entry.id for queue in self._idle.values() for entry in queue]
 
     def drain(self) -> None:
-        """Remove every idle container (process exit; tests that count containers)."""
+        """Remove every idle container (process exit; tests that count containers), the one
+        the filler may be making included: it is waited for, and nothing is wanted after."""
         with self._lock:
+            self._demand.clear()
+            self._lock.wait_for(lambda: not self._making, timeout=60)
             entries = [entry for queue in self._idle.values() for entry in queue]
             self._idle.clear()
-            self._demand.clear()
         for entry in entries:
             self._retire(entry.id)
 
     def close(self) -> None:
+        """Stop the filler (waiting out a container it is making, which it then removes)
+        and remove the idle containers."""
         with self._lock:
             self._closed = True
             self._lock.notify_all()
+        if self._filler is not threading.current_thread():
+            self._filler.join(timeout=60)
         self.drain()
 
     # -- the filler's side
@@ -327,16 +344,25 @@ class ContainerPool:
                     self._lock.wait(timeout=IDLE_SECONDS / 4)
                 if self._closed:
                     return
-            for container_id in old:
-                self._retire(container_id)
-            if config is not None:
-                self._make(config)
+                self._making = config is not None
+            try:
+                for container_id in old:
+                    self._retire(container_id)
+                if config is not None:
+                    self._make(config)
+            finally:
+                with self._lock:
+                    self._making = False
+                    self._lock.notify_all()
 
     def _make(self, config: ContainerConfig) -> None:
+        container = None
         try:
             container = create_container(self.client, config)
             container.start()
         except Exception:  # noqa: BLE001 - the sandbox will make its own and report why
+            if container is not None:
+                self._retire(container.id)
             with self._lock:  # don't spin on a failing engine
                 self._lock.wait(timeout=5)
             return
@@ -346,6 +372,36 @@ class ContainerPool:
         with contextlib.suppress(Exception):  # gone already: the janitor's or the engine's
             self.client.api.remove_container(container_id, force=True)
 
+
+def remove_later(container: Any) -> None:
+    """Remove ``container`` on a thread of its own. Not a daemon: a process exiting waits for
+    it, so a worker's normal exit leaves no container behind (SIGKILL: the janitor's)."""
+
+    def remove() -> None:
+        with contextlib.suppress(Exception):  # gone already, or the janitor's later
+            container.remove(force=True)
+        with _removals_lock:
+            _removals.discard(threading.current_thread())
+
+    thread = threading.Thread(target=remove, name="sb-docker-rm")
+    with _removals_lock:
+        _removals.add(thread)
+    thread.start()
+
+
+def wait_for_removals(timeout: float = 30.0) -> None:
+    """Wait until the containers handed to background removal are gone (tests count them)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with _removals_lock:
+            pending = list(_removals)
+        if not pending or time.monotonic() > deadline:
+            return
+        pending[0].join(max(0.0, deadline - time.monotonic()))
+
+
+_removals: set[threading.Thread] = set()
+_removals_lock = threading.Lock()
 
 _pools: dict[int, ContainerPool] = {}
 _pools_lock = threading.Lock()
@@ -369,11 +425,13 @@ def process_pool() -> ContainerPool | None:
 
 
 def drain_process_pool() -> None:
-    """Remove this process's idle containers now (tests that count containers use this)."""
+    """Remove this process's idle containers now, and wait for the removals handed to
+    background threads (a worker process's exit; tests that count containers)."""
     with _pools_lock:
         pool = _pools.get(os.getpid())
     if pool is not None:
         pool.drain()
+    wait_for_removals()
 
 
 __all__ = [
@@ -387,4 +445,6 @@ __all__ = [
     "drain_process_pool",
     "mount_parents",
     "process_pool",
+    "remove_later",
+    "wait_for_removals",
 ]
