@@ -250,7 +250,7 @@ def test_stack_walking_finds_nothing(check_style: TaskLanes, sandbox: Sandbox) -
 DISK_SEARCH = """
 import os
 MARKER = ("check(" + "ENTRY" + ")").encode()  # not contiguous in this file
-paths = ["/opt/securebench/tests/tests.py"]
+paths = ["/opt/securebench/tests/tests.py", "/work/tests.py"]
 for root in ("/opt", "/work", "/tmp", "/var/tmp", "/srv", "/mnt", "/run", "/home", "/root",
              "/etc", "/usr/local", "/var/lib"):
     for folder, _, files in os.walk(root):
@@ -259,7 +259,8 @@ for root in ("/opt", "/work", "/tmp", "/var/tmp", "/srv", "/mnt", "/run", "/home
             break
 for pid in [name for name in os.listdir("/proc") if name.isdigit()]:
     paths += [f"/proc/{pid}/cmdline", f"/proc/{pid}/environ",
-              f"/proc/{pid}/root/opt/securebench/tests/tests.py"]
+              f"/proc/{pid}/root/opt/securebench/tests/tests.py",
+              f"/proc/{pid}/root/work/tests.py"]
     try:
         paths += [f"/proc/{pid}/fd/{fd}" for fd in os.listdir(f"/proc/{pid}/fd")]
     except OSError:

@@ -187,3 +187,27 @@ def test_gvisor_runs_a_sandbox_where_the_engine_offers_it(
     assert result.exit_code == 0, result
     assert result.stdout.startswith(b"from the host\n"), result
     assert os.uname().release.encode() not in result.stdout, result
+
+
+def test_a_pooled_container_removed_behind_the_pools_back_is_replaced(
+    client: Any, labels: dict[str, str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The stale-container janitor (or an engine restart) may remove an idle container the
+    pool still offers: the sandbox that takes it notices at its first exec and runs in a
+    fresh one instead, and the result is the run's own."""
+    from verifiers.sandbox.docker import DockerSandbox  # noqa: PLC0415
+    from verifiers.sandbox.docker_pool import process_pool  # noqa: PLC0415
+
+    monkeypatch.setenv("SECUREBENCH_DOCKER_POOL", "1")
+    sandbox = DockerSandbox(client, labels=labels)
+    spec = _spec(["sh", "-c", "echo ran"])
+    for _ in range(2):  # asked twice: pooled
+        assert sandbox.run(spec).stdout == b"ran\n"
+    pool = process_pool()
+    assert pool is not None
+    assert wait_for(lambda: pool.idle_ids() != [], 60), "the pool made no idle container"
+    for container_id in pool.idle_ids():
+        client.api.remove_container(container_id, force=True)  # what the janitor does
+    result = sandbox.run(spec)
+    assert (result.exit_code, result.stdout) == (0, b"ran\n"), result
+    assert any("pooled container was gone" in note for note in result.notes), result.notes

@@ -31,9 +31,11 @@ from tests.verifiers.candidate_leftovers import (
 )
 from verifiers.families.code_codec import CodecError, dumps_frame, from_data, loads_frame, to_data
 from verifiers.families.code_completion import (
+    CANDIDATE_FILE,
     TESTS_PATH,
     _specs,
     _wall_seconds,
+    _write_inputs,
     reference_candidate,
     verify,
 )
@@ -343,10 +345,13 @@ def test_default_backend_comes_from_get_sandbox(monkeypatch: pytest.MonkeyPatch)
 def test_only_the_test_sandbox_gets_the_tests(tmp_path: Path) -> None:
     task = get_task(CHECK_STYLE)
     worker, tests = _specs(task, tmp_path, 5.0)
-    assert TESTS_PATH in {mount.target for mount in tests.mounts}
-    assert TESTS_PATH not in {mount.target for mount in worker.mounts}
+    _write_inputs(tmp_path, "def f(): pass\n", "assert True\n")
+    assert tests.work_files == tmp_path / "tests" and worker.work_files == tmp_path / "work"
+    assert f"{tests.workdir}/tests.py" == TESTS_PATH
+    assert [p.name for p in tests.work_files.iterdir()] == ["tests.py"]
+    assert [p.name for p in worker.work_files.iterdir()] == [CANDIDATE_FILE]
+    assert TESTS_PATH not in {mount.target for mount in (*worker.mounts, *tests.mounts)}
     assert all(mount.read_only for mount in (*worker.mounts, *tests.mounts))
-    assert tests.work_files is None and worker.work_files == tmp_path / "work"
     assert worker.command[:2] == ["python3", "-I"] and tests.command[:3] == ["python3", "-I", "-S"]
     assert tests.limits.wall_seconds > worker.limits.wall_seconds == 5.0
     # The task's own timeout never raises the wall above the code profile.

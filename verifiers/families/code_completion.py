@@ -112,7 +112,9 @@ SPEC = FamilySpec(
 
 SCRIPTS = Path(__file__).resolve().parent
 LIB_DIR = "/opt/securebench/lib"  # read-only script mounts, outside the writable workdir
-TESTS_PATH = "/opt/securebench/tests/tests.py"  # mounted into T only
+# Copied into T's own work dir only (not mounted: a mount per verification would make every
+# T container's configuration new, and the Docker backend's pool could never serve one).
+TESTS_PATH = "/work/tests.py"
 CANDIDATE_FILE = "candidate.py"
 MAX_CANDIDATE_BYTES = 1024 * 1024
 OUTPUT_KEPT = 64 * 1024  # characters of candidate / harness output kept in the verdict
@@ -217,11 +219,8 @@ def _specs(task: TaskLanes, root: Path, wall: float) -> tuple[SandboxSpec, Sandb
     tests = SandboxSpec(
         command=harness_command,
         image=image,
-        mounts=(
-            codec,
-            harness_script,
-            Mount(root / "tests" / "tests.py", TESTS_PATH),
-        ),
+        work_files=root / "tests",
+        mounts=(codec, harness_script),
         limits=CODE_LIMITS.with_wall(wall + TESTS_GRACE_SECONDS),
     )
     return worker, tests

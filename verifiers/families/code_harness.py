@@ -2,9 +2,9 @@
 candidate code.
 
 Standalone script (stdlib + the sibling ``code_codec.py``), mounted read-only into T and run
-as ``python3 -I -S code_harness.py --tests /opt/securebench/tests/tests.py
-[--entry-point NAME]``. The test source is the task's evaluation input; it is mounted only
-here. The candidate lives in another sandbox (W) reachable only through the host relay:
+as ``python3 -I -S code_harness.py --tests /work/tests.py [--entry-point NAME]``. The test
+source is the task's evaluation input; it is copied into T's own work dir only. The
+candidate lives in another sandbox (W) reachable only through the host relay:
 
     T → host: {"type": "request", "id": n, "op": "names" | "call" | "get", ...}
     host → T: W's reply for that id, or a host-made one with "gone": true when W is broken

@@ -1,22 +1,30 @@
 """The Docker backend (DESIGN.md §5, security.md §7), through the Docker SDK for Python.
 
-One fresh container per run, always removed. Its own main process is only a keeper
-(``sleep infinity`` under ``--init``, uid 65533); everything of the run is a ``docker exec``
-as uid 65534 into it:
+One container per run that nothing else ever ran in, always removed. Its own main process is
+only a keeper (``sleep infinity`` under ``--init``, uid 65533); everything of the run is a
+``docker exec`` as uid 65534 into it. The container is created and started by the run, or
+taken from the process's pool of idle ones made ahead of need (``docker_pool``: same
+configuration, handed out once, nothing but the keeper ran in it):
 
-1. copy-in: ``tar -x`` reading a tar we build ourselves (regular files and folders only,
-   owned by 65534) from the exec's stdin, into the size-capped tmpfs work dir; with an
-   ``ImageWorkdirSpec`` first the image's own folder at the work dir (read with the archive
-   API from the created container before it starts, i.e. before the tmpfs hides it);
-2. the command, with stdin/stdout/stderr on the exec's attach socket (8-byte frame headers
-   demultiplexed here);
-3. after the command exits: ``kill -9 -1`` as 65534 until nothing of that uid is left (the
+1. one exec for copy-in and command (``COPY_IN_THEN_RUN``): a nonce line, then ``tar -x`` of
+   a tar we build ourselves (regular files and folders only, owned by 65534) read by
+   ``head -c`` into the size-capped tmpfs work dir, then the command itself with the rest of
+   stdin; stdout/stderr on the exec's attach socket (8-byte frame headers demultiplexed
+   here). With an ``ImageWorkdirSpec`` the image's own folder at the work dir comes first
+   (read with the archive API from the created container before it starts, i.e. before the
+   tmpfs hides it; such runs are never pooled);
+2. after the command exits: ``kill -9 -1`` as 65534 until nothing of that uid is left (the
    keeper runs as another uid, so it survives and the tmpfs stays mounted);
-4. collect: ``tar -c --no-recursion`` of the requested paths; the tar is walked here and
+3. collect: ``tar -c --no-recursion`` of the requested paths; the tar is walked here and
    only regular files are accepted (symlinks and anything else → ``refused``);
-5. removal (``rm -f``: kill, wait, delete). With nothing to collect it starts on the pump
-   thread as soon as the command's streams end, so it overlaps the caller's other work;
-   ``finish()`` still returns only once it is done (A28).
+4. removal (``rm -f``: kill, wait, delete). With nothing to collect it starts as soon as
+   the command's streams end; when the container's pids cgroup then shows nothing but
+   docker-init and the keeper, it runs on a thread of its own and ``finish()`` does not wait
+   for it: nothing of the run can outlive the result (A28). Otherwise ``finish()`` waits.
+
+The attach socket has no timeout of its own: the client's would end the read of a command
+silent for that long as if it had exited (seen: a fork bomb's verification came back as
+our infrastructure error). The wall clock is the watchdog's.
 
 Writable places: the two capped tmpfs mounts (work dir, /tmp) and mounts a spec declares
 writable; the root filesystem is read-only, ``ipc_mode="none"`` drops Docker's default
@@ -38,10 +46,12 @@ has started, while the cgroup surely exists: looked up at the end, a container t
 had already stopped (its cgroup deleted) looked like a remote engine, and a run's own
 SIGKILL was then taken for memory. Only where no counter was found at the start (a remote
 engine) is an exit by SIGKILL that we did not send reported as memory, with a note.
+Processes: the pids cgroup's ``max`` counter (forks refused at the limit) is watched during
+the run; a run that had forks refused and then fails or times out reports ``process_limit``.
 
 The image's own ``ENV`` stays (it belongs to the trusted image); on top come only the
 explicit variables (PATH, HOME, LANG, PYTHONDONTWRITEBYTECODE, spec.env), never ours.
-Images need ``sleep``, ``sh`` and ``tar`` (every Debian/Alpine-based image has them).
+Images need ``sleep``, ``sh``, ``head`` and ``tar`` (every Debian/Alpine-based image has them).
 """
 
 from __future__ import annotations
@@ -231,8 +241,9 @@ class DockerProcess(SandboxProcess):
             if not self.pooled or self._container_running():
                 raise
             self._notes.append("a pooled container was gone; a fresh one took its place")
-            self._remove()
-            self._removed, self.pooled = False, False
+            with contextlib.suppress(Exception):  # half-removed: finish the job
+                self._container.remove(force=True)
+            self.pooled = False
             self._create()
             self._watch_cgroups()
             self._open_mount_parents()
