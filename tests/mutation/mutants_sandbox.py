@@ -9,17 +9,17 @@ from __future__ import annotations
 
 from tests.mutation.engine import Mutant
 
-WORK_SIZE_INDENT = " " * 24  # the work dir tmpfs options in docker.py
-
 BWRAP = "verifiers/sandbox/bwrap.py"
 WRAPPER = "verifiers/sandbox/bwrap_wrapper.py"
 CAPTURE = "verifiers/sandbox/capture.py"
 DOCKER = "verifiers/sandbox/docker.py"
 DOCKER_EXEC = "verifiers/sandbox/docker_exec.py"
+DOCKER_POOL = "verifiers/sandbox/docker_pool.py"  # how containers are created
 ESCAPES = "tests/security/test_sandbox_escapes.py"
 MOUNTS = "tests/security/test_sandbox_mounts.py"
 LIFECYCLE = "tests/security/test_docker_lifecycle.py"
 DEFENCES = "tests/security/test_sandbox_defences.py"
+POOL = "tests/security/test_docker_pool.py"
 
 # What a candidate can write to, and kernel memory outside the caps (message queues).
 MOUNTS_BWRAP = (MOUNTS, "-k bwrap")
@@ -51,10 +51,10 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-root-read-only",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="the container's root filesystem is read-only",
-        find="                read_only=True,\n",
-        replace="                read_only=False,\n",
+        find="        read_only=True,\n",
+        replace="        read_only=False,\n",
         tests=MOUNTS_DOCKER,
         fast=True,
     ),
@@ -76,9 +76,9 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-no-dev-shm",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence='ipc_mode="none": no writable 64 MiB /dev/shm outside the caps',
-        find='                ipc_mode="none",\n',
+        find='        ipc_mode="none",\n',
         replace="",
         tests=MOUNTS_DOCKER,
     ),
@@ -100,7 +100,7 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-tmp-size",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="Docker's /tmp tmpfs has a size cap",
         find='"/tmp": _tmpfs_opts(lim.tmp_bytes, owner=None, mode="1777"),',
         replace='"/tmp": "rw,exec,nosuid,nodev,mode=1777",',
@@ -108,15 +108,15 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-work-size",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="Docker's work dir tmpfs is capped at work_bytes (not another cap)",
-        find=f"{WORK_SIZE_INDENT}lim.work_bytes,\n{WORK_SIZE_INDENT}owner=SANDBOX_UID,",
-        replace=f"{WORK_SIZE_INDENT}lim.tmp_bytes,\n{WORK_SIZE_INDENT}owner=SANDBOX_UID,",
+        find="lim.work_bytes, owner=SANDBOX_UID,",
+        replace="lim.tmp_bytes, owner=SANDBOX_UID,",
         tests=MOUNTS_DOCKER,
     ),
     Mutant(
         id="docker-tmpfs-inode-cap",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="Docker's tmpfs mounts cap their inodes (millions of empty files)",
         find="size={size},nr_inodes={inodes},mode={mode}",
         replace="size={size},mode={mode}",
@@ -132,7 +132,7 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-read-only-mount",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="a mount declared read-only is bound read-only",
         find='"mode": "ro" if m.read_only else "rw"',
         replace='"mode": "rw"',
@@ -148,9 +148,9 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-msgqueue",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="RLIMIT_MSGQUEUE=0: no POSIX message queues (kernel memory outside the caps)",
-        find='                ("msgqueue", 0),',
+        find='            ("msgqueue", 0),',
         replace="",
         tests=(MOUNTS, "-k message_queues and docker"),
     ),
@@ -165,7 +165,7 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-network",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence='network_mode="none"',
         find='network_mode="none",',
         replace='network_mode="bridge",',
@@ -213,7 +213,7 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-cap-drop",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="the container drops every capability",
         find='cap_drop=["ALL"],',
         replace="cap_drop=None,",
@@ -221,7 +221,7 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-no-new-privileges",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="no-new-privileges (set-id binaries cannot raise privileges)",
         find='security_opt=["no-new-privileges"],',
         replace="security_opt=None,",
@@ -262,10 +262,10 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-pids-limit",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="the container's pids limit",
-        find="pids_limit=lim.pids + 3,",
-        replace="pids_limit=(lim.pids + 3) * 8,",
+        find="pids_limit = lim.pids + 3 ",
+        replace="pids_limit = (lim.pids + 3) * 8 ",
         tests=LIMITS_DOCKER,
     ),
     Mutant(
@@ -278,12 +278,10 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-memory-limit",
-        module=DOCKER,
+        module=DOCKER_POOL,
         defence="mem_limit = memswap_limit = limits.memory_bytes",
-        find=("mem_limit=lim.memory_bytes,\n                memswap_limit=lim.memory_bytes,"),
-        replace=(
-            "mem_limit=lim.memory_bytes * 4,\n                memswap_limit=lim.memory_bytes * 4,"
-        ),
+        find="mem_limit=lim.memory_bytes,\n        memswap_limit=lim.memory_bytes,",
+        replace="mem_limit=lim.memory_bytes * 4,\n        memswap_limit=lim.memory_bytes * 4,",
         tests=LIMITS_DOCKER,
     ),
     Mutant(
@@ -375,11 +373,36 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     # --- teardown -----------------------------------------------------------------------------
     Mutant(
         id="docker-remove-container",
+        module=DOCKER_POOL,
+        defence="a container whose run ended is removed (on a thread of its own)",
+        find="            container.remove(force=True)\n",
+        replace="            pass\n",
+        tests=(POOL, "-k never_share"),
+    ),
+    Mutant(
+        id="docker-remove-container-inline",
         module=DOCKER,
-        defence="the container is removed (killed with everything in it) when the run ends",
-        find="                self._container.remove(force=True)\n",
-        replace="                pass\n",
-        tests=(LIFECYCLE, "-k detached_process"),
+        defence="a container with more than its keeper left is removed before finish() returns",
+        find="            try:\n                self._container.remove(force=True)\n",
+        replace="            try:\n                pass\n",
+        tests=COLLECT_DOCKER,
+    ),
+    Mutant(
+        id="docker-pool-once",
+        module=DOCKER_POOL,
+        defence="a pooled container is handed out once: a used one is never offered again",
+        find="            if container_id in self._spent:\n",
+        replace="            if False:\n",
+        tests=(POOL, "-k handed_out_once"),
+        fast=True,
+    ),
+    Mutant(
+        id="docker-silent-command",
+        module=DOCKER_EXEC,
+        defence="the attach socket has no timeout: a silent command is not taken for ended",
+        find="        self.sock.settimeout(None)\n",
+        replace="",
+        tests=(POOL, "-k silent"),
     ),
     Mutant(
         id="docker-kill-before-collect",
