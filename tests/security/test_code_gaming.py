@@ -402,16 +402,21 @@ def test_fork_bomb_fails_and_leaves_nothing_behind(sandbox: Sandbox) -> None:
     assert verdict.reason in (Reason.PROCESS_LIMIT, Reason.MEMORY_LIMIT), explain(verdict)
 
 
-def test_a_fork_bomb_at_the_default_limits_is_the_candidates_failure(sandbox: Sandbox) -> None:
+def test_a_fork_bomb_outlasting_the_engine_clients_timeout_is_the_candidates_failure(
+    sandbox: Sandbox,
+) -> None:
     """Once seen on Docker: the worker's container went silent for 30 s, the engine client's
     socket timeout ended both streams as if the sandboxes had exited, and the verification
-    came back `error / infrastructure` (then retried, three times). The candidate's own
-    abuse is its own failure, at the task's own limits."""
-    task = with_timeout(smoke(), 35)  # past the engine client's 30 s timeout
+    came back `error / infrastructure` (then retried, three times). Here the client's timeout
+    is 2 s and the wall 6 s, so the silence outlasts the client well within the wall."""
+    if sandbox.name == "docker":
+        from verifiers.sandbox.docker import DockerSandbox, docker_client  # noqa: PLC0415
+
+        sandbox = DockerSandbox(docker_client(timeout=2.0), labels=sandbox.labels)  # type: ignore[attr-defined]
     code = (
-        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"
+        "import os\nwhile True:\n    try:\n        os.fork()\n    except OSError:\n        pass\n"  # noqa: E501
     )
-    verdict = run(task, code, sandbox)
+    verdict = run(with_timeout(smoke(), 6), code, sandbox)
     assert verdict.status == "failed", explain(verdict)
     assert verdict.reason in (Reason.PROCESS_LIMIT, Reason.MEMORY_LIMIT), explain(verdict)
 
