@@ -408,7 +408,8 @@ def test_a_fork_bomb_outlasting_the_engine_clients_timeout_is_the_candidates_fai
     """Once seen on Docker: the worker's container went silent for 30 s, the engine client's
     socket timeout ended both streams as if the sandboxes had exited, and the verification
     came back `error / infrastructure` (then retried, three times). Here the client's timeout
-    is 2 s and the wall 6 s, so the silence outlasts the client well within the wall."""
+    is 2 s and the wall 6 s, so the silence outlasts the client well within the wall. (The
+    socket's own fix is proved in test_docker_pool; this is the verdict a user sees.)"""
     if sandbox.name == "docker":
         from verifiers.sandbox.docker import DockerSandbox, docker_client  # noqa: PLC0415
 
