@@ -55,19 +55,31 @@ def processes_with_token(token: str) -> list[int]:
     return found
 
 
-def processes_in_pid_namespace(namespace: str) -> list[int]:
+def processes_in_pid_namespace(namespace: str, ignore_uids: tuple[int, ...] = ()) -> list[int]:
     """Live host processes in the pid namespace ``namespace`` (``pid:[inode]``), where the
-    namespace link is readable to us (root: every process; otherwise our own)."""
+    namespace link is readable to us (root: every process; otherwise our own), except those
+    running as one of ``ignore_uids``."""
     found = []
     for entry in Path("/proc").iterdir():
         if not entry.name.isdigit():
             continue
         try:
-            if os.readlink(entry / "ns" / "pid") == namespace and not _zombie(entry):
+            if os.readlink(entry / "ns" / "pid") != namespace or _zombie(entry):
+                continue
+            if _real_uid(entry) not in ignore_uids:
                 found.append(int(entry.name))
         except OSError:
             continue
     return found
+
+
+def _real_uid(entry: Path) -> int:
+    # From status, not the folder's owner: a process that makes itself non-dumpable shows
+    # its /proc folder as root's, and could pass for one of the ignored uids.
+    for line in (entry / "status").read_text().splitlines():
+        if line.startswith("Uid:"):
+            return int(line.split()[1])
+    return -1
 
 
 def _zombie(entry: Path) -> bool:
@@ -76,11 +88,13 @@ def _zombie(entry: Path) -> bool:
     return stat.rsplit(")", 1)[1].split()[0] == "Z"
 
 
-def survivors(token: str, namespace: str | None = None) -> dict[str, list[int]]:
+def survivors(
+    token: str, namespace: str | None = None, *, ignore_uids: tuple[int, ...] = ()
+) -> dict[str, list[int]]:
     """Every way of finding a run's processes, with what each found (all empty: none left)."""
     found = {"by command-line token": processes_with_token(token)}
     if namespace is not None:
-        found["by pid namespace"] = processes_in_pid_namespace(namespace)
+        found["by pid namespace"] = processes_in_pid_namespace(namespace, ignore_uids)
     return {how: pids for how, pids in found.items() if pids}
 
 
