@@ -63,7 +63,7 @@ def floor_seconds(runtime: str | None, runs: int) -> list[float]:
 
 
 def _timed(fn: Callable[[], Any], runs: int, *, gap: float = 0.0) -> list[float]:
-    for _ in range(WARM_UP):
+    for _ in range(min(WARM_UP, runs)):
         fn()
     measured = []
     for _ in range(runs):
@@ -130,7 +130,8 @@ def _use_runtime(runtime: str | None, pool: bool) -> None:
 
 def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: bool) -> list:
     name = runtime or "runc (default)"
-    floor_runs, single_runs = (3, 3) if smoke else (FLOOR_RUNS, SINGLE_RUNS)
+    floor_runs, single_runs = (3, 2) if smoke else (FLOOR_RUNS, SINGLE_RUNS)
+    gap = 0.1 if smoke else SPACED_GAP
     try:
         floor = median(floor_seconds(runtime, floor_runs))
     except subprocess.CalledProcessError as exc:
@@ -143,7 +144,7 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
     # One at a time on a worker that is otherwise idle (its pool refilled in the gap): the
     # latency a verification sees. Back to back, the pool's filler races the verifications
     # for the engine, and the figure is the engine's throughput instead.
-    single = median(single_verifications(sandbox, work, single_runs, gap=SPACED_GAP))
+    single = median(single_verifications(sandbox, work, single_runs, gap=gap))
     hits1, misses1 = _pool_counts()
     spaced_rate = 100 * (hits1 - hits0) / max(1, hits1 - hits0 + misses1 - misses0)
     back_to_back = median(single_verifications(sandbox, work, single_runs))
@@ -151,7 +152,7 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
         Figure(WORKLOAD, f"{name}: floor, bare docker run python3 -c pass", floor * 1000, "ms"),
         Figure(
             WORKLOAD,
-            f"{name}: one code verification, p50, {SPACED_GAP:g} s apart",
+            f"{name}: one code verification, p50, {gap:g} s apart",
             single * 1000,
             "ms",
             note=f"pool hits {spaced_rate:.0f} %",
@@ -168,13 +169,14 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
             met=None if smoke else at_most(single / floor, 1.5),
         ),
     ]
-    walls = {threads: score_pack(sandbox, work, threads)[0] for threads in PACK_THREADS}
+    in_flight = PACK_THREADS[:1] if smoke else PACK_THREADS
+    walls = {threads: score_pack(sandbox, work, threads)[0] for threads in in_flight}
     best_threads = min(walls, key=lambda threads: walls[threads])
     pack_ratio = walls[best_threads] / (len(work) * floor)
     figures += [
         Figure(
             WORKLOAD,
-            f"{name}: HumanEval {len(work)}, best of {PACK_THREADS} in flight",
+            f"{name}: HumanEval {len(work)}, best of {in_flight} in flight",
             walls[best_threads],
             "s",
             note=", ".join(f"{t} in flight: {w:.1f} s" for t, w in walls.items()),
@@ -188,7 +190,7 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
             met=None if smoke else at_most(pack_ratio, 0.5),
         ),
     ]
-    step = median(bash_steps(sandbox, 3 if smoke else STEP_RUNS))
+    step = median(bash_steps(sandbox, 2 if smoke else STEP_RUNS))
     figures += [
         Figure(WORKLOAD, f"{name}: live bash true step, p50", step * 1000, "ms"),
         Figure(
@@ -207,7 +209,7 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
     )
     if runtime is None:
         _use_runtime(None, pool=False)
-        unpooled = median(single_verifications(sandbox, work, single_runs, gap=SPACED_GAP))
+        unpooled = median(single_verifications(sandbox, work, single_runs, gap=gap))
         figures.append(
             Figure(
                 WORKLOAD, f"{name}: one verification without the pool, p50", unpooled * 1000, "ms"

@@ -71,10 +71,25 @@ def response_text(response: Any) -> str:
     return raw.decode("utf-8", "replace")
 
 
+# Values made fresh for each response from a random source, never from stored data: the CSP
+# nonce, the CSRF token (in a form's hidden field, or htmx's headers). By chance they may
+# spell a numeric marker (seen: "7319" in a PostgreSQL pass), so they are left out of the
+# search; nothing else is.
+RANDOM_TOKENS = re.compile(
+    r'nonce="[A-Za-z0-9+/=_-]*"'
+    r'|name="csrfmiddlewaretoken" value="[A-Za-z0-9]*"'
+    r'|"X-CSRFToken": "[A-Za-z0-9]*"'
+)
+
+
+def without_random_tokens(body: str) -> str:
+    return RANDOM_TOKENS.sub("", body)
+
+
 def assert_no_leak(where: str, response: Any, body: str | None = None) -> str:
     """The response's text, after checking it and its headers leak no marker in any form."""
     body = response_text(response) if body is None else body
-    leaks = leaks_in(body)
+    leaks = leaks_in(without_random_tokens(body))
     assert not leaks, f"{where} leaks {leaks}"
     # Content-Length is the body's size, counted by the server: a page of 17,319 bytes would
     # "contain" the numeric marker 7319 without carrying anything sealed.

@@ -91,7 +91,7 @@ def docker_runtime() -> str | None:
 
 def check_runtime(client: Any, runtime: str | None) -> None:
     """SandboxUnavailable naming the runtime when the engine does not offer it."""
-    if runtime is None:
+    if runtime is None or runtime in _runtimes_offered:
         return
     try:
         known = set((client.info().get("Runtimes") or {}).keys())
@@ -103,6 +103,10 @@ def check_runtime(client: Any, runtime: str | None) -> None:
             "add it to the engine's daemon.json `runtimes` (make sandbox-image does for crun "
             "and runsc)"
         )
+    _runtimes_offered.add(runtime)  # an engine keeps its runtimes: asked once per process
+
+
+_runtimes_offered: set[str] = set()
 
 
 def mount_parents(spec: SandboxSpec) -> list[str]:
