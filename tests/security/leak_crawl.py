@@ -73,7 +73,7 @@ def response_text(response: Any) -> str:
 
 # Values made fresh for each response from a random source, never from stored data: the CSP
 # nonce, the CSRF token (in a form's hidden field, or htmx's headers). By chance they may
-# spell a numeric marker (seen: "7319" in a PostgreSQL pass), so they are left out of the
+# spell a marker, so they are left out of the
 # search; nothing else is.
 RANDOM_TOKENS = re.compile(
     r'nonce="[A-Za-z0-9+/=_-]*"'
@@ -92,7 +92,7 @@ def assert_no_leak(where: str, response: Any, body: str | None = None) -> str:
     leaks = leaks_in(without_random_tokens(body))
     assert not leaks, f"{where} leaks {leaks}"
     # Content-Length is the body's size, counted by the server: a page of 17,319 bytes would
-    # "contain" the numeric marker 7319 without carrying anything sealed.
+    # "contain" a numeric marker without carrying anything sealed.
     headers = {k: v for k, v in response.headers.items() if k.lower() != "content-length"}
     header_leaks = leaks_in(json.dumps(headers, ensure_ascii=False))
     assert not header_leaks, f"{where} leaks {header_leaks} in a header"
