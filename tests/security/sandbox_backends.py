@@ -21,7 +21,7 @@ import warnings
 from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
-from typing import NoReturn
+from typing import Any, NoReturn
 
 import pytest
 
@@ -97,17 +97,26 @@ def slot_leftovers(uid: int) -> list[int]:
         os.close(fd)  # drops the lock
 
 
-def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+def local_docker_client(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """A client of the engine with the local sandbox image as the default (never pulled);
+    a skip naming the reason, or a failure when docker is required, without one."""
     image = os.environ.get("SECUREBENCH_DEFAULT_IMAGE") or LOCAL_IMAGE
     monkeypatch.setenv("SECUREBENCH_DEFAULT_IMAGE", image)
-    run_id = f"sandbox-escapes-{uuid.uuid4().hex}"
     try:
-        from verifiers.sandbox.docker import DockerSandbox, docker_client, resolve_image  # noqa: PLC0415
+        from verifiers.sandbox.docker import docker_client, resolve_image  # noqa: PLC0415
 
         client = docker_client()
         resolve_image(client, None)  # the image must be present locally (never pulled)
     except SandboxUnavailable as exc:
         unavailable("docker", exc)
+    return client
+
+
+def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+    from verifiers.sandbox.docker import DockerSandbox  # noqa: PLC0415 - optional SDK
+
+    client = local_docker_client(monkeypatch)
+    run_id = f"sandbox-escapes-{uuid.uuid4().hex}"
     yield DockerSandbox(client, labels={TEST_LABEL: run_id})
     settle_containers()
     left = client.containers.list(

@@ -18,11 +18,14 @@ from typing import Any
 
 import pytest
 
-from tests.components import require
-from tests.security.sandbox_backends import LOCAL_IMAGE, TEST_LABEL, settle_containers
 from tests.security.sandbox_backends import SMALL as ESCAPE_LIMITS
+from tests.security.sandbox_backends import (
+    TEST_LABEL,
+    local_docker_client,
+    settle_containers,
+)
 from tests.security.sandbox_probes import processes_with_token, survivors, wait_for
-from verifiers.sandbox import SandboxSpec, SandboxUnavailable
+from verifiers.sandbox import SandboxSpec
 
 # The escape suites' small limits, with room for a container's start and teardown.
 SMALL = replace(ESCAPE_LIMITS, wall_seconds=10.0)
@@ -64,17 +67,7 @@ class Engine:
 
 @pytest.fixture
 def engine(monkeypatch: pytest.MonkeyPatch) -> Iterator[Engine]:
-    monkeypatch.setenv(
-        "SECUREBENCH_DEFAULT_IMAGE", os.environ.get("SECUREBENCH_DEFAULT_IMAGE") or LOCAL_IMAGE
-    )
-    try:
-        from verifiers.sandbox.docker import docker_client, resolve_image  # noqa: PLC0415
-
-        client = docker_client()
-        resolve_image(client, None)  # the image must be present locally (never pulled)
-    except SandboxUnavailable as exc:
-        require("docker", f"docker sandbox unavailable: {exc}")
-    found = Engine(client, f"docker-lifecycle-{uuid.uuid4().hex}")
+    found = Engine(local_docker_client(monkeypatch), f"docker-lifecycle-{uuid.uuid4().hex}")
     yield found
     left = found.ours()
     for container in left:  # leave the machine clean even when failing

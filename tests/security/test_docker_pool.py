@@ -25,9 +25,9 @@ import pytest
 
 from tests.components import require
 from tests.security.sandbox_backends import (
-    LOCAL_IMAGE,
     SMALL,
     TEST_LABEL,
+    local_docker_client,
     settle_containers,
     write,
 )
@@ -37,17 +37,7 @@ from verifiers.sandbox import MiB, SandboxSpec, SandboxUnavailable
 
 @pytest.fixture
 def client(monkeypatch: pytest.MonkeyPatch) -> Iterator[Any]:
-    monkeypatch.setenv(
-        "SECUREBENCH_DEFAULT_IMAGE", os.environ.get("SECUREBENCH_DEFAULT_IMAGE") or LOCAL_IMAGE
-    )
-    try:
-        from verifiers.sandbox.docker import docker_client, resolve_image  # noqa: PLC0415
-
-        found = docker_client()
-        resolve_image(found, None)
-    except SandboxUnavailable as exc:
-        require("docker", f"docker sandbox unavailable: {exc}")
-    yield found
+    yield local_docker_client(monkeypatch)
 
 
 @pytest.fixture
