@@ -128,6 +128,18 @@ def _use_runtime(runtime: str | None, pool: bool) -> None:
     os.environ["SECUREBENCH_DOCKER_POOL"] = "4" if pool else "0"
 
 
+def _ratio(name: str, ratio: float, limit: float, *, smoke: bool) -> Figure:
+    """A ratio against the floor with its target (smoke mode times nothing: never judged)."""
+    return Figure(
+        WORKLOAD,
+        name,
+        ratio,
+        "x",
+        target=f"<= {limit:g}x",
+        met=None if smoke else at_most(ratio, limit),
+    )
+
+
 def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: bool) -> list:
     name = runtime or "runc (default)"
     floor_runs, single_runs = (3, 2) if smoke else (FLOOR_RUNS, SINGLE_RUNS)
@@ -160,14 +172,7 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
         Figure(
             WORKLOAD, f"{name}: one code verification, p50, back to back", back_to_back * 1000, "ms"
         ),
-        Figure(
-            WORKLOAD,
-            f"{name}: one verification / floor",
-            single / floor,
-            "x",
-            target="<= 1.5x",
-            met=None if smoke else at_most(single / floor, 1.5),
-        ),
+        _ratio(f"{name}: one verification / floor", single / floor, 1.5, smoke=smoke),
     ]
     in_flight = PACK_THREADS[:1] if smoke else PACK_THREADS
     walls = {threads: score_pack(sandbox, work, threads)[0] for threads in in_flight}
@@ -181,26 +186,12 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
             "s",
             note=", ".join(f"{t} in flight: {w:.1f} s" for t, w in walls.items()),
         ),
-        Figure(
-            WORKLOAD,
-            f"{name}: pack / ({len(work)} x floor)",
-            pack_ratio,
-            "x",
-            target="<= 0.5x",
-            met=None if smoke else at_most(pack_ratio, 0.5),
-        ),
+        _ratio(f"{name}: pack / ({len(work)} x floor)", pack_ratio, 0.5, smoke=smoke),
     ]
     step = median(bash_steps(sandbox, 2 if smoke else STEP_RUNS))
     figures += [
         Figure(WORKLOAD, f"{name}: live bash true step, p50", step * 1000, "ms"),
-        Figure(
-            WORKLOAD,
-            f"{name}: bash step / floor",
-            step / floor,
-            "x",
-            target="<= 1.5x",
-            met=None if smoke else at_most(step / floor, 1.5),
-        ),
+        _ratio(f"{name}: bash step / floor", step / floor, 1.5, smoke=smoke),
     ]
     hits, misses = _pool_counts()
     taken = (hits - hits0) + (misses - misses0)
