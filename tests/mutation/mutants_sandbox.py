@@ -10,7 +10,6 @@ from __future__ import annotations
 from tests.mutation.engine import Mutant
 
 BWRAP = "verifiers/sandbox/bwrap.py"
-BWRAP_SLOTS = "verifiers/sandbox/bwrap_slots.py"
 WRAPPER = "verifiers/sandbox/bwrap_wrapper.py"
 CAPTURE = "verifiers/sandbox/capture.py"
 DOCKER = "verifiers/sandbox/docker.py"
@@ -231,17 +230,17 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     Mutant(
         id="bwrap-slot-uid",
         module=BWRAP,
-        defence="a root supervisor starts each sandbox as an unprivileged slot uid",
-        find="        return run_as(uid)\n",
-        replace="        return {}\n",
+        defence="a root supervisor runs each sandbox as an unprivileged slot uid (setpriv)",
+        find='return [tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]',
+        replace="return []",
         tests=ISOLATION_BWRAP,
     ),
     Mutant(
         id="bwrap-supplementary-groups",
-        module=BWRAP_SLOTS,
+        module=BWRAP,
         defence="the slot uid's sandbox keeps none of the supervisor's supplementary groups",
-        find='return {"user": uid, "group": uid, "extra_groups": []}',
-        replace='return {"user": uid, "group": uid}',
+        find='f"--regid={uid}", "--clear-groups", "--"]',
+        replace='f"--regid={uid}", "--keep-groups", "--"]',
         tests=ISOLATION_BWRAP,
     ),
     Mutant(

@@ -3,7 +3,7 @@
 Layout of one run::
 
     prlimit --as --data --cpu --fsize --nofile --nproc --core=0 --msgqueue=0 --stack --
-                                      (started as SLOT:SLOT, no groups, when we are root)
+      setpriv --reuid=SLOT --regid=SLOT --clear-groups --          (only when we are root)
         bwrap --unshare-all --unshare-user --disable-userns --cap-drop ALL ... --
           /usr/bin/python3 -I -S -c WRAPPER CONFIG                 (trusted, from read-only /usr)
             COMMAND                                                (the untrusted part)
@@ -88,7 +88,6 @@ import contextlib
 import json
 import os
 import re
-import resource
 import select
 import signal
 import stat
@@ -117,7 +116,6 @@ from verifiers.sandbox.bwrap_slots import (
     pids_in_pidns,
     pids_of_uid,
     rss_bytes,
-    run_as,
     tool,
     tree_pids,
 )
@@ -166,13 +164,6 @@ _SPAWNER = concurrent.futures.ThreadPoolExecutor(max_workers=1, thread_name_pref
 def _spawn(argv: list[str], **kwargs: object) -> subprocess.Popen[bytes]:
     """Popen on one long-lived thread: PR_SET_PDEATHSIG follows the creating thread."""
     return _SPAWNER.submit(subprocess.Popen, argv, **kwargs).result()
-
-
-def _within_hard(kind: int, wanted: int) -> int:
-    """``wanted``, or the host's hard limit when that is lower: `prlimit` runs as the slot
-    uid, which may lower a limit but never raise one, and a lower cap is only stricter."""
-    hard = resource.getrlimit(kind)[1]
-    return wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
 
 
 def _open_regular(path: Path) -> int | None:
@@ -293,7 +284,7 @@ class BwrapProcess(SandboxProcess):
                 os.close(fd)
             self._slot.release()
             raise
-        argv = [*self._prlimit_args(), *bwrap_args, *tail]
+        argv = [*self._prlimit_args(), *self._setpriv_args(), *bwrap_args, *tail]
         stdin_mode = subprocess.PIPE if interactive or spec.stdin else subprocess.DEVNULL
         self._started = time.monotonic()
         try:
@@ -305,7 +296,6 @@ class BwrapProcess(SandboxProcess):
                 pass_fds=tuple(child_fds),
                 start_new_session=True,  # our own process group: killpg reaches bwrap
                 env={"PATH": PATH_VALUE, "LANG": "C.UTF-8"},
-                **self._identity(),
             )
         except OSError as exc:
             for fd in child_fds + own_fds:
@@ -394,25 +384,25 @@ class BwrapProcess(SandboxProcess):
         lim = self.limits
         args = [
             tool("prlimit"),
-            f"--as={_within_hard(resource.RLIMIT_AS, lim.memory_bytes)}",
-            f"--data={_within_hard(resource.RLIMIT_DATA, lim.memory_bytes)}",
-            f"--cpu={_within_hard(resource.RLIMIT_CPU, lim.cpu_seconds)}",
-            f"--fsize={_within_hard(resource.RLIMIT_FSIZE, lim.file_size_bytes)}",
-            f"--nofile={_within_hard(resource.RLIMIT_NOFILE, lim.open_files)}",
+            f"--as={lim.memory_bytes}",
+            f"--data={lim.memory_bytes}",
+            f"--cpu={lim.cpu_seconds}",
+            f"--fsize={lim.file_size_bytes}",
+            f"--nofile={lim.open_files}",
             "--core=0",
             "--msgqueue=0",  # POSIX message queues are kernel memory outside every cap
-            f"--stack={_within_hard(resource.RLIMIT_STACK, lim.stack_bytes)}",
+            f"--stack={lim.stack_bytes}",
         ]
         if self._slot.uid is not None:
             # The outer bwrap, bwrap's pid 1 (and the wrapper) run under the slot uid too.
             args.append(f"--nproc={lim.pids + self._overhead}")
         return [*args, "--"]
 
-    def _identity(self) -> dict[str, object]:
+    def _setpriv_args(self) -> list[str]:
         uid = self._slot.uid
         if uid is None:
-            return {}
-        return run_as(uid)
+            return []
+        return [tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--"]
 
     def _bwrap_args(self) -> tuple[list[str], list[int]]:
         spec = self.spec
@@ -720,7 +710,7 @@ class BwrapSandbox(Sandbox):
         uid_count: int | None = None,
         slot_timeout: float = 60.0,
     ) -> None:
-        for name in ("bwrap", "prlimit", "kill"):
+        for name in ("bwrap", "prlimit", "setpriv", "kill"):
             tool(name)
         if not os.path.exists("/usr/bin/python3"):
             raise SandboxUnavailable("bwrap backend needs /usr/bin/python3 for its wrapper")

@@ -140,19 +140,13 @@ def slot_dir() -> Path:
     return path
 
 
-def run_as(uid: int) -> dict[str, object]:
-    """Popen arguments that start a child as ``uid`` (real, effective and saved ids, group
-    ``uid``, no supplementary groups): the child switches before its exec, so no `setpriv`
-    process has to be started in between."""
-    return {"user": uid, "group": uid, "extra_groups": []}
-
-
 def kill_uid(uid: int) -> None:
     """SIGKILL every process of ``uid`` by signalling as that uid: no pid-reuse race."""
     subprocess.run(
-        [tool("kill"), "-9", "-1"],
+        [tool("setpriv"), f"--reuid={uid}", f"--regid={uid}", "--clear-groups", "--",
+         tool("kill"), "-9", "-1"],
         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        check=False, timeout=10, **run_as(uid),  # type: ignore[arg-type]
+        check=False, timeout=10,
     )  # fmt: skip
 
 
