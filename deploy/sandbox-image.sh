@@ -39,16 +39,17 @@ fi
 
 # 2. Runtimes: installed from Debian, registered in daemon.json, and picked up by a SIGHUP
 # (dockerd reloads its runtimes without a restart, so running containers are untouched).
-# gVisor's runsc gets --network=none: sandboxes have no network, and runsc otherwise refuses
-# the engine's empty network namespace.
-register_runtime() { # name path [arg]
-  local name="$1" path="$2" arg="${3:-}"
-  root_do python3 - "$name" "$path" "$arg" <<'PY'
+# gVisor's runsc gets --network=none (sandboxes have no network, and runsc otherwise refuses
+# the engine's empty network namespace) and --oci-seccomp (without it runsc ignores the
+# engine's seccomp profile, and a candidate could, for one, make nested user namespaces).
+register_runtime() { # name path [args, space-separated]
+  local name="$1" path="$2" args="${3:-}"
+  root_do python3 - "$name" "$path" "$args" <<'PY'
 import json, os, sys
-name, path, arg = sys.argv[1:]
+name, path, args = sys.argv[1:]
 config = "/etc/docker/daemon.json"
 data = json.load(open(config)) if os.path.exists(config) else {}
-entry = {"path": path, **({"runtimeArgs": [arg]} if arg else {})}
+entry = {"path": path, **({"runtimeArgs": args.split()} if args else {})}
 if data.get("runtimes", {}).get(name) != entry:
     data.setdefault("runtimes", {})[name] = entry
     os.makedirs(os.path.dirname(config), exist_ok=True)
@@ -61,8 +62,8 @@ PY
 reload=""
 for runtime in $runtimes; do
   command -v "$runtime" >/dev/null || { say "installing $runtime"; apt_get "$runtime"; }
-  arg=""; [ "$runtime" = runsc ] && arg="--network=none"
-  if [ "$(register_runtime "$runtime" "$(command -v "$runtime")" "$arg")" = changed ]; then
+  args=""; [ "$runtime" = runsc ] && args="--network=none --oci-seccomp"
+  if [ "$(register_runtime "$runtime" "$(command -v "$runtime")" "$args")" = changed ]; then
     reload=1
   fi
 done

@@ -151,3 +151,12 @@ def write(path: Path, text: str, mode: int = 0o644) -> Path:
     path.write_text(text)
     path.chmod(mode)
     return path
+
+
+def on_gvisor(backend: Any) -> bool:
+    """Docker sandboxes run by gVisor's runsc: a kernel of its own between candidate and
+    host, which answers some refusals with other errnos and keeps no kernel state outside
+    the container's memory cgroup."""
+    from verifiers.sandbox.docker_pool import docker_runtime  # noqa: PLC0415
+
+    return getattr(backend, "name", "") == "docker" and docker_runtime() == "runsc"

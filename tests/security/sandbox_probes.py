@@ -144,8 +144,9 @@ for line in open("/proc/self/mountinfo"):
     mounts.append({"point": point, "opts": fields[5].split(","), "fstype": tail[0],
                    "super": tail[2].split(",") if len(tail) > 2 else [],
                    "kind": kind, "owner": owner, "mode": mode})
-msgqueue = [line.split()[3] for line in open("/proc/self/limits") if "msgqueue" in line]
-print(json.dumps({"uid": os.getuid(), "mounts": mounts, "msgqueue": msgqueue[0]}))
+import resource  # asked of the kernel: gVisor has no /proc/self/limits
+msgqueue = str(resource.getrlimit(resource.RLIMIT_MSGQUEUE)[1])
+print(json.dumps({"uid": os.getuid(), "mounts": mounts, "msgqueue": msgqueue}))
 """
 
 # Kernel filesystems that may stay mounted writable, and why each is harmless.

@@ -17,7 +17,7 @@ from dataclasses import replace
 
 import pytest
 
-from tests.security.sandbox_backends import SMALL, backend_for
+from tests.security.sandbox_backends import SMALL, backend_for, on_gvisor
 from tests.security.sandbox_probes import survivors
 from verifiers.sandbox import MiB, Sandbox, SandboxSpec
 
@@ -26,6 +26,10 @@ INODE_LIMITS = replace(SMALL, tmp_bytes=4 * MiB, wall_seconds=60.0)
 INODE_CAP = 4096
 # Far past the cap, so an uncapped tmpfs shows, and still quick to create.
 CREATE_CEILING = 4 * INODE_CAP
+# Under gVisor: a small memory cap, and a ceiling no sandbox within it could reach (about 4 s
+# to the cap here).
+GVISOR_MEMORY = 64 * MiB
+GVISOR_CEILING = 50_000_000
 
 
 @pytest.fixture
@@ -52,6 +56,15 @@ print(json.dumps({"made": made, "error": error}))
 
 
 def test_empty_files_stop_at_the_tmpfs_inode_cap_on_docker(docker: Sandbox) -> None:
+    if on_gvisor(docker):
+        # gVisor's tmpfs keeps no inode count, but its inodes are memory of its own kernel,
+        # a process of the container's memory cgroup: the flood ends at the memory cap.
+        limits = replace(INODE_LIMITS, memory_bytes=GVISOR_MEMORY)
+        flood = SandboxSpec(command=python(EMPTY_FILES, str(GVISOR_CEILING)), limits=limits)
+        result = docker.run(flood)
+        assert result.memory_exceeded, result
+        assert b"made" not in result.stdout  # never near the ceiling
+        return
     spec = SandboxSpec(command=python(EMPTY_FILES, str(CREATE_CEILING)), limits=INODE_LIMITS)
     result = docker.run(spec)
 

@@ -120,6 +120,9 @@ from verifiers.sandbox.docker_pool import (
 EXIT_SIGKILL = 128 + 9
 # A container left with only these (docker-init and the keeper) holds nothing of the run.
 IDLE_TASKS = 2
+# How long a run whose command ended with no exit status waits for the container to stop
+# before its OOM flag is read.
+STATE_SETTLE_SECONDS = 3.0
 
 
 @dataclass(frozen=True)
@@ -457,7 +460,24 @@ class DockerProcess(SandboxProcess):
                 # run that then fails or runs out of time hit its process limit: a fork bomb
                 # is the candidate's own failure, never an error of ours to retry.
                 self._refused_forks = True
+            if self._stopped_by_itself():
+                # Under gVisor a memory overflow kills the sandbox's own kernel with the
+                # container; the engine may keep the command's stream open until our wall
+                # clock. Nothing can run any more: end the stream so the run ends now.
+                self._notes.append("the container stopped under the command")
+                self._cmd.abandon()
+                return
             self._killed.wait(0.05)
+
+    def _stopped_by_itself(self) -> bool:
+        """The container's pids cgroup is gone (the engine deletes it when the container
+        stops) while we did not kill it."""
+        return (
+            self._pids_events is not None
+            and read_counter(self._pids_events, "max") is None
+            and not self._killed.is_set()
+            and not self._eof.is_set()
+        )
 
     def _forks_refused(self) -> bool:
         if self._pids_events is None:
@@ -469,6 +489,10 @@ class DockerProcess(SandboxProcess):
         self._killed.set()
         with contextlib.suppress(Exception):  # already dead is fine
             self._container.kill()
+        # gVisor's runtime may leave the stream of a command it killed open; what is still
+        # in flight has had the grace period to arrive.
+        if not self._eof.wait(KILL_GRACE):
+            self._cmd.abandon()
 
     def kill(self) -> None:
         self._notes.append("killed by the caller")
@@ -541,12 +565,8 @@ class DockerProcess(SandboxProcess):
         )
 
     def _oom_happened(self, exit_code: int | None, killed: bool) -> bool:
-        try:
-            self._container.reload()
-            if self._container.attrs["State"].get("OOMKilled"):
-                return True
-        except Exception:  # noqa: BLE001, S110 - removed already: fall through
-            pass
+        if self._container_state(settle=exit_code is None and not killed).get("OOMKilled"):
+            return True
         if self._oom_counter is not None:
             kills = read_oom_kills(self._oom_counter)
             if kills is not None:
@@ -563,6 +583,22 @@ class DockerProcess(SandboxProcess):
             self._notes.append("memory_exceeded inferred from SIGKILL (cgroup not readable)")
             return True
         return False
+
+    def _container_state(self, *, settle: bool) -> dict[str, Any]:
+        """The container's State; with ``settle``, once it is no longer running (a few
+        seconds at most). An exec that ends with no exit status lost its process with the
+        whole container: under gVisor a memory overflow kills the sandbox's kernel, not the
+        candidate, and the engine records the OOM kill only as the container stops."""
+        deadline = time.monotonic() + (STATE_SETTLE_SECONDS if settle else 0.0)
+        while True:
+            try:
+                self._container.reload()
+                state = self._container.attrs["State"]
+            except Exception:  # noqa: BLE001 - removed already: nothing to read
+                return {}
+            if not state.get("Running") or time.monotonic() >= deadline:
+                return state
+            time.sleep(0.05)
 
     def _collect(self) -> tuple[dict[str, bytes], list[str]]:
         """Kill what is left of the run, then tar the paths out and accept regular files."""

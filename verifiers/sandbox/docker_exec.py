@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any, BinaryIO
 
+from verifiers.sandbox.docker_engine import docker_module
+
 SANDBOX_UID = 65534
 RUN_THEN_KILL = '"$@"; rc=$?; kill -9 -1 2>/dev/null; exit $rc'
 # The copy-in folded into the command's own exec (one engine round trip instead of two):
@@ -128,6 +130,12 @@ class DockerExec:
         with contextlib.suppress(OSError):
             self.sock.shutdown(socket.SHUT_WR)
 
+    def abandon(self) -> None:
+        """End the stream from our side: the pump reads EOF now. For a command whose
+        container stopped under it, which some runtimes never close the stream for."""
+        with contextlib.suppress(OSError):
+            self.sock.shutdown(socket.SHUT_RDWR)
+
     def pump(self, on_stdout: Any, on_stderr: Any) -> None:
         """Read frames until EOF: ``[stream, 0, 0, 0, size:u32be] payload``."""
         reader = self.sock.makefile("rb")
@@ -146,7 +154,10 @@ class DockerExec:
     def exit_code(self, timeout: float = 5.0) -> int | None:
         deadline = time.monotonic() + timeout
         while True:
-            info = self.api.exec_inspect(self.id)
+            try:
+                info = self.api.exec_inspect(self.id)
+            except docker_module().errors.NotFound:
+                return None  # its container stopped under it: the engine forgot the exec
             if not info.get("Running") or time.monotonic() > deadline:
                 return info.get("ExitCode")
             time.sleep(0.01)
