@@ -7,7 +7,6 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.core.paginator import Page, Paginator
-from django.db.models import Sum
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -34,22 +33,6 @@ MATRIX_TASKS_PER_PAGE = 50
 
 def paginate(request: HttpRequest, items, per_page: int) -> Page:
     return Paginator(items, per_page).get_page(request.GET.get("page"))
-
-
-@require_GET
-@access.browse_view
-def home(request: HttpRequest) -> HttpResponse:
-    # Counts and the recent list are of what this user may see: a draft shows nowhere else.
-    versions = access.visible_versions(request.user)
-    totals = versions.aggregate(tasks=Sum("task_count"))
-    recent = versions.select_related("pack", "uploaded_by").order_by("-uploaded_at")[:8]
-    context = {
-        "pack_count": access.visible_packs(request.user).count(),
-        "version_count": versions.count(),
-        "task_count": totals["tasks"] or 0,
-        "recent_versions": recent,
-    }
-    return render(request, "packs/home.html", context)
 
 
 @require_GET

@@ -85,3 +85,10 @@ def can_reevaluate(user: Any) -> bool:
 
 def can_view_audit_log(user: Any) -> bool:
     return pack_access.is_member(user) and (user.is_superuser or user.has_perm(VIEW_AUDIT))
+
+
+def can_score_references(user: Any, pack: Any) -> bool:
+    """Start oracle and null runs of a pack from the site (as `submit_run --oracle/--null`):
+    the people who may see its reference solutions. The runs show verdicts, never the
+    references themselves (can_see_candidates), and are never ranked."""
+    return pack_access.can_view_privileged(user, pack)

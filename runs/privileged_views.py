@@ -30,7 +30,8 @@ AUDIT_EVENTS_PER_PAGE = 50
 RESULT_PARTS = ("logs", "details", "candidate")
 
 
-def _next_url(request: HttpRequest, fallback: str = "home") -> str:
+def next_url(request: HttpRequest, fallback: str = "home") -> str:
+    """The form's or link's ``next`` when it stays on this site, else ``fallback``."""
     target = request.POST.get("next") or request.GET.get("next") or ""
     if url_has_allowed_host_and_scheme(
         target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
@@ -64,9 +65,9 @@ def debug_mode_on(request: HttpRequest) -> HttpResponse:
                 f"Debug mode is on until {state.expires_at:%H:%M} UTC; every privileged view "
                 "is recorded with your reason.",
             )
-            return redirect(_next_url(request))
+            return redirect(next_url(request))
     context = {
-        "next": _next_url(request, fallback=""),
+        "next": next_url(request, fallback=""),
         "error": error,
         "reason": request.POST.get("reason", ""),
         "minutes": settings.SECUREBENCH_DEBUG_MODE_MINUTES,
@@ -78,7 +79,7 @@ def debug_mode_on(request: HttpRequest) -> HttpResponse:
 def debug_mode_off(request: HttpRequest) -> HttpResponse:
     privileged.debug_mode_stop(request)
     messages.info(request, "Debug mode is off.")
-    return redirect(_next_url(request))
+    return redirect(next_url(request))
 
 
 # --- task resources and sealed files (packs' task and version pages) -------------------------

@@ -186,6 +186,25 @@ def run_submit_reference(
     )
 
 
+def run_submit_references(
+    contract_version: ContractVersion, *, source: str, user: Any = None
+) -> list[tuple[Run, Evaluation]]:
+    """The oracle run and the null run of a version, as `submit_run --oracle` and `--null`
+    make them: together they show that its verifiers accept the references and refuse
+    empty answers. Both or neither: a refused draft stores nothing."""
+    with transaction.atomic():
+        return [
+            run_submit_reference(
+                contract_version=contract_version,
+                origin=origin,
+                metadata=RunMetadata(agent_name=origin),
+                source=source,
+                user=user,
+            )
+            for origin in (CandidateOrigin.ORACLE, CandidateOrigin.NULL)
+        ]
+
+
 def built_lines(
     contract_version: ContractVersion, builds: Sequence[CandidateBuild]
 ) -> list[list[tuple[Task, VerifierCandidate]]]:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import privileged_diff, privileged_views, views
+from runs import privileged_diff, privileged_views, reference_views, views
 
 app_name = "runs"
 
@@ -21,6 +21,11 @@ urlpatterns = [
         "runs/<int:run_id>/results/<int:result_id>/privileged/<str:part>/",
         privileged_views.result_privileged,
         name="result-privileged",
+    ),
+    path(
+        "packs/<str:pack_id>/v<int:version>/reference-runs/",
+        reference_views.reference_runs_create,
+        name="reference-runs",
     ),
     path("leaderboards/", views.leaderboard_list, name="leaderboards"),
     path(

@@ -23,7 +23,7 @@ from django_htmx.http import HttpResponseClientRedirect
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.diff import PreviousVersion, versions_comparable
-from packs.models import ContractVersion
+from packs.models import ContractVersion, VersionState
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
 from runs import access, privileged, progress, samples, selectors, validity
@@ -454,6 +454,8 @@ def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> Http
         "choice": choice,
         # The version before, and whether its scores compare with these (packs.diff).
         "previous": _previous_board(request, contract_version),
+        "can_score_references": contract_version.state == VersionState.PUBLISHED
+        and access.can_score_references(request.user, contract_version.pack),
     }
     return render(request, "runs/leaderboard_detail.html", context)
 

@@ -142,6 +142,7 @@ INSTALLED_APPS = [
     "pack_health",
     "episodes",
     "operations",
+    "dashboard",
 ]
 
 MIDDLEWARE = [

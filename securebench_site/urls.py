@@ -3,10 +3,12 @@ from django.contrib.auth import views as auth_views
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
+from dashboard import views as dashboard_views
 from packs import views as pack_views
 
 urlpatterns = [
-    path("", pack_views.home, name="home"),
+    path("", dashboard_views.home, name="home"),
+    path("home/now-running/", dashboard_views.now_running, name="home-now-running"),
     path("upload/", pack_views.pack_upload, name="pack-upload"),
     path("packs/", include("packs.urls")),
     path("", include("runs.urls")),

@@ -1,6 +1,6 @@
-"""The layers stay visible: operations → episodes → pack_health → runs → packs → verifiers.
-A lower layer never imports an upper one (not even inside a function), so no import cycle can
-form between them."""
+"""The layers stay visible: dashboard → operations → episodes → pack_health → runs → packs →
+verifiers. A lower layer never imports an upper one (not even inside a function), so no import
+cycle can form between them."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 # Each layer, and the layers above it that it must never import.
-LAYERS = ["verifiers", "packs", "runs", "pack_health", "episodes", "operations"]
+LAYERS = ["verifiers", "packs", "runs", "pack_health", "episodes", "operations", "dashboard"]
 
 pytestmark = pytest.mark.database_independent
 

@@ -1,0 +1,151 @@
+"""Reads of the home page: what is being scored now, what finished lately, the top of each
+board, the signed-in user's own runs, and whether the workers are consuming.
+
+Everything is read through the same visibility rules as the pages it links to (a draft's
+runs, another member's unsubmitted run never show), and every section costs a fixed number
+of queries whatever the number of runs: the page stays within its budget at thousands.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.db.models import Max, QuerySet
+from django.utils import timezone
+
+from operations.selectors import Stall, queues, stalls
+from packs import access as pack_access
+from packs.models import ContractVersion, VersionState
+from runs import access as run_access
+from runs.models import CandidateOrigin, Evaluation, EvaluationStatus, Run
+from runs.progress import Progress, evaluation_progress
+from runs.selectors import Leaderboard, leaderboard, leaderboard_versions, run_list
+
+RUNNING_LIMIT = 10
+LATEST_LIMIT = 8
+BOARD_LIMIT = 4
+TOP = 3
+MINE_LIMIT = 8
+OPEN_STATUSES = (EvaluationStatus.QUEUED, EvaluationStatus.RUNNING)
+
+
+@dataclass(frozen=True)
+class RunningRow:
+    evaluation: Evaluation
+    progress: Progress
+
+
+@dataclass(frozen=True)
+class NowRunning:
+    rows: list[RunningRow]
+    count: int  # every open evaluation this user may see (rows holds the oldest few)
+    waiting: int  # results and actions waiting for a worker, on every queue
+    oldest_waiting_since: datetime | None
+    stalls: list[Stall]
+
+    @property
+    def anything(self) -> bool:
+        """Polling goes on while this holds."""
+        return bool(self.count or self.waiting)
+
+
+@dataclass(frozen=True)
+class BoardTop:
+    version: ContractVersion
+    board: Leaderboard
+
+
+def _open_evaluations(user: Any) -> QuerySet[Evaluation]:
+    return Evaluation.objects.filter(
+        status__in=OPEN_STATUSES,
+        run__in=run_access.visible_runs(user).filter(health_check=False),
+    )
+
+
+def now_running(user: Any, limit: int = RUNNING_LIMIT) -> NowRunning:
+    """Evaluations in progress (oldest first, each with its live counts) and the queues'
+    depth; ``stalls`` names queues where work waits and no worker claimed any lately."""
+    open_evaluations = _open_evaluations(user)
+    shown = list(
+        open_evaluations.select_related("run__contract_version__pack").order_by("created_at", "id")[
+            :limit
+        ]
+    )
+    rows = queues()
+    waited = [row.oldest_waiting_since for row in rows if row.oldest_waiting_since is not None]
+    return NowRunning(
+        rows=[RunningRow(evaluation, evaluation_progress(evaluation)) for evaluation in shown],
+        count=len(shown) if len(shown) < limit else open_evaluations.count(),
+        waiting=sum(row.waiting for row in rows),
+        oldest_waiting_since=min(waited) if waited else None,
+        stalls=stalls(rows, timezone.now()),
+    )
+
+
+def latest_results(user: Any, limit: int = LATEST_LIMIT) -> list[Evaluation]:
+    """The last finished evaluations of runs this user may see (health checks aside)."""
+    return list(
+        Evaluation.objects.filter(
+            status=EvaluationStatus.DONE,
+            run__in=run_access.visible_runs(user).filter(health_check=False),
+        )
+        .select_related("run__contract_version__pack")
+        .order_by("-finished_at", "-id")[:limit]
+    )
+
+
+def board_tops(user: Any, limit: int = BOARD_LIMIT, top: int = TOP) -> list[BoardTop]:
+    """For the versions scored most lately that have ranked runs, their top ``top`` by the
+    board's own scorer and metric, intervals included."""
+    visible = set(pack_access.visible_versions(user).values_list("pk", flat=True))
+    versions = {
+        cv.pk: cv for cv in leaderboard_versions() if cv.pk in visible and cv.best_score is not None
+    }
+    recent = (
+        Evaluation.objects.filter(
+            status=EvaluationStatus.DONE,
+            run__contract_version__in=list(versions),
+            run__origin=CandidateOrigin.AGENT,
+            run__health_check=False,
+        )
+        .values("run__contract_version")
+        .annotate(last=Max("finished_at"))
+        .order_by("-last")[:limit]
+    )
+    tops = []
+    for row in recent:
+        version = versions[row["run__contract_version"]]
+        board = leaderboard(
+            version,
+            evaluator=version.board_evaluator,
+            metric=version.board_metric,
+            per_page=top,
+        )
+        if board.ranked:
+            tops.append(BoardTop(version, board))
+    return tops
+
+
+def my_runs(user: Any, limit: int = MINE_LIMIT) -> list[Run]:
+    """A signed-in member's own latest runs, each with its latest evaluation's state."""
+    if not pack_access.is_member(user):
+        return []
+    return list(run_list(user=user).filter(submitted_by=user)[:limit])
+
+
+def any_run_visible(user: Any) -> bool:
+    return run_access.visible_runs(user).filter(health_check=False).exists()
+
+
+def reference_candidates(user: Any) -> list[ContractVersion]:
+    """Published versions whose reference solutions this user may have scored from the home
+    page's empty state, newest first."""
+    versions = (
+        pack_access.visible_versions(user)
+        .filter(state=VersionState.PUBLISHED)
+        .select_related("pack")
+        .order_by("-uploaded_at", "-id")[:50]
+    )
+    return [cv for cv in versions if run_access.can_score_references(user, cv.pack)]
