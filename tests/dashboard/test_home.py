@@ -204,7 +204,7 @@ def test_work_claimed_lately_is_not_called_stalled(cv):
     assert "Workers are not consuming" not in home(make_user("view", "viewer"))
 
 
-# --- latest results and the boards -----------------------------------------------------------------
+# --- latest results and the boards ---------------------------------------------------------
 
 
 def test_latest_results_list_finished_evaluations_with_score_and_interval(cv):
