@@ -28,6 +28,7 @@ LATEST_LIMIT = 8
 BOARD_LIMIT = 4
 TOP = 3
 MINE_LIMIT = 8
+REFERENCE_CHOICES = 12
 OPEN_STATUSES = (EvaluationStatus.QUEUED, EvaluationStatus.RUNNING)
 
 
@@ -141,11 +142,11 @@ def any_run_visible(user: Any) -> bool:
 
 def reference_candidates(user: Any) -> list[ContractVersion]:
     """Published versions whose reference solutions this user may have scored from the home
-    page's empty state, newest first."""
+    page's empty state, by pack name."""
     versions = (
         pack_access.visible_versions(user)
         .filter(state=VersionState.PUBLISHED)
         .select_related("pack")
-        .order_by("-uploaded_at", "-id")[:50]
+        .order_by("pack__pack_id", "-version")[:REFERENCE_CHOICES]
     )
     return [cv for cv in versions if run_access.can_score_references(user, cv.pack)]

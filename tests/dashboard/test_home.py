@@ -104,9 +104,11 @@ def test_one_click_scores_the_reference_solutions_as_an_oracle_and_a_null_run(cv
     assert runs[CandidateOrigin.ORACLE].candidate_count == 4
     assert Evaluation.objects.filter(run__in=runs.values(), status="queued").count() == 2
     # Both show as in progress on the home page, labelled as reference runs.
-    running = section(home(reviewer), "now-running")
+    body = home(reviewer)
+    running = section(body, "now-running")
     assert running.count("running-row") == 2
     assert "oracle (reference solutions)" in running and "null (empty candidates)" in running
+    assert "No evaluation has finished yet" in section(body, "latest-results")
 
 
 @pytest.mark.parametrize("role", ["submitter", "viewer"])
@@ -173,7 +175,9 @@ def test_now_running_shows_live_progress_and_its_polling_stops_when_nothing_runs
     last = signed_in(viewer).get(partial)
     assert last.status_code == 286  # htmx stops polling
     assert "the workers are idle" in last.content.decode()
-    assert "hx-trigger" not in last.content.decode()
+    assert 'hx-trigger="every' not in last.content.decode()
+    # What just finished loads into the results below, in place.
+    assert 'hx-select="#home-results"' in last.content.decode()
 
 
 def test_a_queue_nobody_claims_from_is_named_on_the_home_page(cv):
