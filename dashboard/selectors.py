@@ -9,7 +9,7 @@ of queries whatever the number of runs: the page stays within its budget at thou
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.db.models import Max, QuerySet
@@ -22,6 +22,7 @@ from runs import access as run_access
 from runs.models import CandidateOrigin, Evaluation, EvaluationStatus, Run
 from runs.progress import Progress, evaluation_progress
 from runs.selectors import Leaderboard, leaderboard, leaderboard_versions, run_list
+from runs.services import REFERENCE_ORIGINS
 
 RUNNING_LIMIT = 10
 LATEST_LIMIT = 8
@@ -29,6 +30,7 @@ BOARD_LIMIT = 4
 TOP = 3
 MINE_LIMIT = 8
 REFERENCE_CHOICES = 12
+PREPARING_WINDOW = timedelta(minutes=10)
 OPEN_STATUSES = (EvaluationStatus.QUEUED, EvaluationStatus.RUNNING)
 
 
@@ -41,6 +43,8 @@ class RunningRow:
 @dataclass(frozen=True)
 class NowRunning:
     rows: list[RunningRow]
+    # This user's one-click reference runs whose candidates a worker is still building.
+    preparing: list[Run]
     count: int  # every open evaluation this user may see (rows holds the oldest few)
     waiting: int  # results and actions waiting for a worker, on every queue
     oldest_waiting_since: datetime | None
@@ -49,7 +53,7 @@ class NowRunning:
     @property
     def anything(self) -> bool:
         """Polling goes on while this holds."""
-        return bool(self.count or self.waiting)
+        return bool(self.count or self.waiting or self.preparing)
 
 
 @dataclass(frozen=True)
@@ -78,10 +82,28 @@ def now_running(user: Any, limit: int = RUNNING_LIMIT) -> NowRunning:
     waited = [row.oldest_waiting_since for row in rows if row.oldest_waiting_since is not None]
     return NowRunning(
         rows=[RunningRow(evaluation, evaluation_progress(evaluation)) for evaluation in shown],
+        preparing=preparing_reference_runs(user),
         count=len(shown) if len(shown) < limit else open_evaluations.count(),
         waiting=sum(row.waiting for row in rows),
         oldest_waiting_since=min(waited) if waited else None,
         stalls=stalls(rows, timezone.now()),
+    )
+
+
+def preparing_reference_runs(user: Any) -> list[Run]:
+    """Reference runs this member asked for lately that a worker has not filled yet (a lost
+    message leaves them empty: after ``PREPARING_WINDOW`` they are no longer shown)."""
+    if not pack_access.is_member(user):
+        return []
+    return list(
+        Run.objects.filter(
+            submitted_by=user,
+            submitted_at__isnull=True,
+            origin__in=REFERENCE_ORIGINS,
+            created_at__gte=timezone.now() - PREPARING_WINDOW,
+        )
+        .select_related("contract_version__pack")
+        .order_by("created_at", "id")
     )
 
 

@@ -15,7 +15,7 @@ from packs import selectors as pack_selectors
 from runs import access
 from runs.models import RunSource
 from runs.privileged_views import next_url
-from runs.services import VersionIsDraft, run_submit_references
+from runs.services import VersionIsDraft, reference_runs_request
 
 
 @require_POST
@@ -29,15 +29,16 @@ def reference_runs_create(request: HttpRequest, pack_id: str, version: int) -> H
         )
     back = next_url(request, fallback=reverse("packs:version", args=[pack_id, version]))
     try:
-        pairs = run_submit_references(contract_version, source=RunSource.FORM, user=request.user)
+        oracle, null = reference_runs_request(
+            contract_version, source=RunSource.FORM, user=request.user
+        )
     except VersionIsDraft as refused:
         messages.error(request, f"Not scored: {refused}.")
         return redirect(back)
-    (oracle, _), (null, _) = pairs
     messages.success(
         request,
         f"Scoring the reference solutions of {pack_id} v{version}: oracle run #{oracle.pk} "
-        f"and null run #{null.pk} are queued. They show as reference runs on the "
-        "leaderboard, never ranked.",
+        f"and null run #{null.pk} are being prepared by a worker, then scored. They show as "
+        "reference runs on the leaderboard, never ranked.",
     )
     return redirect(back)

@@ -8,6 +8,7 @@ task-result rows is created in one transaction whose Celery messages leave on co
 from __future__ import annotations
 
 import base64
+import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -15,6 +16,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
+from kombu.exceptions import KombuError
 
 from packs.models import ContractVersion, Task, VersionState
 from packs.selectors import evaluator_lanes_for_tasks
@@ -41,6 +43,10 @@ from verifiers.task import TaskLanes, WorkspaceFile
 from verifiers.verdict import Reason
 
 BULK_BATCH = 1000
+# The runs a version's one-click "score the reference solutions" makes, in this order.
+REFERENCE_ORIGINS = (CandidateOrigin.ORACLE, CandidateOrigin.NULL)
+
+logger = logging.getLogger(__name__)
 # What submitting or closing a run fixes about it, beside ``submitted_at``.
 VERDICT_ON_RUN_FIELDS = ("usage", "over_budget", "budget_notes", "valid", "invalid_reasons")
 # Builds one task's candidate from its lanes (None: the task gets none), e.g. its reference.
@@ -186,23 +192,49 @@ def run_submit_reference(
     )
 
 
-def run_submit_references(
+def reference_runs_request(
     contract_version: ContractVersion, *, source: str, user: Any = None
-) -> list[tuple[Run, Evaluation]]:
-    """The oracle run and the null run of a version, as `submit_run --oracle` and `--null`
-    make them: together they show that its verifiers accept the references and refuse
-    empty answers. Both or neither: a refused draft stores nothing."""
+) -> list[Run]:
+    """The oracle run and the null run of a version (as `submit_run --oracle` and `--null`
+    make them), created empty: a worker builds their candidates and submits them
+    (``reference_run_fill``), since reading each task's reference is trusted code that never
+    runs in a web request. Both or neither: a draft stores nothing."""
     with transaction.atomic():
-        return [
-            run_submit_reference(
+        runs = [
+            run_create(
                 contract_version=contract_version,
-                origin=origin,
                 metadata=RunMetadata(agent_name=origin),
                 source=source,
                 user=user,
+                origin=origin,
             )
-            for origin in (CandidateOrigin.ORACLE, CandidateOrigin.NULL)
+            for origin in REFERENCE_ORIGINS
         ]
+        ids = [run.pk for run in runs]
+        transaction.on_commit(lambda: _send_reference_fill(ids), robust=True)
+    return runs
+
+
+def _send_reference_fill(run_ids: list[int]) -> None:
+    from runs import tasks  # noqa: PLC0415 - the tasks import this module's callers
+
+    try:
+        tasks.fill_reference_runs.delay(run_ids)
+    except (KombuError, OSError, ConnectionError) as exc:
+        logger.warning("could not send the fill of reference runs %s: %s", run_ids, exc)
+
+
+def reference_run_fill(run_id: int) -> Evaluation | None:
+    """In a worker: build the candidates of an oracle or null run made by
+    ``reference_runs_request`` and submit it. Once only: a run already filled is left alone
+    (a message delivered twice)."""
+    with transaction.atomic():
+        run = Run.objects.select_for_update().select_related("contract_version").get(pk=run_id)
+        if run.is_submitted or run.origin not in REFERENCE_ORIGINS or run.candidate_count:
+            return None
+        build = oracle_candidate if run.origin == CandidateOrigin.ORACLE else null_candidate
+        _store_built(run, built_lines(run.contract_version, [build])[0])
+        return run_submit(run, user=run.submitted_by)
 
 
 def built_lines(
@@ -268,20 +300,25 @@ def run_submit_lines(
             origin=origin,
             health_check=health_check,
         )
-        contract = contract_version.contract
-        Candidate.objects.bulk_create(
-            [
-                _candidate_row(
-                    run, task, BundleLine(line=None, task_id=task.task_id, candidate=c), contract
-                )
-                for task, c in lines
-            ],
-            batch_size=BULK_BATCH,
-        )
-        Run.objects.filter(pk=run.pk).update(candidate_count=len(lines))
+        _store_built(run, lines)
         evaluation = run_submit(run, user=user)
     run.refresh_from_db()
     return run, evaluation
+
+
+def _store_built(run: Run, lines: list[tuple[Task, VerifierCandidate]]) -> None:
+    contract = run.contract_version.contract
+    Candidate.objects.bulk_create(
+        [
+            _candidate_row(
+                run, task, BundleLine(line=None, task_id=task.task_id, candidate=c), contract
+            )
+            for task, c in lines
+        ],
+        batch_size=BULK_BATCH,
+    )
+    Run.objects.filter(pk=run.pk).update(candidate_count=len(lines))
+    run.candidate_count = len(lines)
 
 
 def draft_refusal(contract_version: ContractVersion) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from runs import pipeline
+from runs import pipeline, services
 
 # Below the broker's redelivery timeout (settings.BROKER_VISIBILITY_TIMEOUT), so a slow
 # verification is stopped before Redis hands its message to a second worker.
@@ -38,6 +38,17 @@ def score_text_results(result_ids: list[int]) -> int:
 )
 def score_sandbox_result(result_id: int) -> int:
     return pipeline.score_results([int(result_id)])
+
+
+@shared_task(
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=TEXT_SOFT_LIMIT,
+    time_limit=TEXT_HARD_LIMIT,
+)
+def fill_reference_runs(run_ids: list[int]) -> int:
+    """The candidates of one-click oracle and null runs, built where references may be read."""
+    return sum(services.reference_run_fill(int(pk)) is not None for pk in run_ids)
 
 
 @shared_task(ignore_result=True, time_limit=TEXT_HARD_LIMIT)

@@ -330,6 +330,7 @@ CELERY_TASK_ROUTES = {
     "runs.tasks.score_text_results": {"queue": "text"},
     "runs.tasks.score_sandbox_result": {"queue": "sandbox"},
     "runs.tasks.reap_leases": {"queue": "text"},
+    "runs.tasks.fill_reference_runs": {"queue": "text"},
     # Agents wait on these (run_python now, workspace actions next): a queue of their own, so
     # a long verification backlog never holds an agent's step past its answer window.
     "episodes.tasks.run_step_action": {"queue": "actions"},

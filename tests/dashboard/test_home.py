@@ -15,6 +15,7 @@ from django.utils import timezone
 
 from packs.models import ContractVersion, VersionState
 from runs.models import CandidateOrigin, Evaluation, EvaluationStatus, Run, TaskResult
+from runs.services import reference_run_fill
 from tests.conftest import make_user
 from tests.runs.pages.support import (
     FAILED,
@@ -90,23 +91,35 @@ def test_with_no_runs_a_viewer_gets_a_plain_empty_state(cv):
 # --- one click instead of a shell ---------------------------------------------------------------
 
 
-def test_one_click_scores_the_reference_solutions_as_an_oracle_and_a_null_run(cv):
+def test_one_click_scores_the_reference_solutions_as_an_oracle_and_a_null_run(
+    cv, django_capture_on_commit_callbacks
+):
     reviewer = make_user("rev", "reviewer")
     url = reverse("runs:reference-runs", args=["arith", 1])
 
-    response = signed_in(reviewer).post(url, {"next": HOME})
+    with django_capture_on_commit_callbacks() as sent:
+        response = signed_in(reviewer).post(url, {"next": HOME})
 
     assert response.status_code == 302 and response.url == HOME
     runs = {run.origin: run for run in Run.objects.filter(contract_version=cv)}
     assert set(runs) == {CandidateOrigin.ORACLE, CandidateOrigin.NULL}
-    assert all(run.submitted_by == reviewer and run.submitted_at for run in runs.values())
-    # The oracle run holds a candidate per task; the null run empty ones.
+    # The web request stored two empty runs and left the references to a worker.
+    assert all(run.submitted_by == reviewer and not run.candidate_count for run in runs.values())
+    assert len(sent) == 1
+    preparing = section(home(reviewer), "now-running")
+    assert preparing.count("preparing-row") == 2 and 'hx-trigger="every 2s"' in preparing
+
+    for run in runs.values():  # the worker's part (runs.tasks.fill_reference_runs)
+        assert reference_run_fill(run.pk) is not None
+        assert reference_run_fill(run.pk) is None  # a message delivered twice does nothing
+        run.refresh_from_db()
+        assert run.submitted_at is not None
     assert runs[CandidateOrigin.ORACLE].candidate_count == 4
     assert Evaluation.objects.filter(run__in=runs.values(), status="queued").count() == 2
     # Both show as in progress on the home page, labelled as reference runs.
     body = home(reviewer)
     running = section(body, "now-running")
-    assert running.count("running-row") == 2
+    assert running.count("running-row") == 2 and "preparing-row" not in running
     assert "oracle (reference solutions)" in running and "null (empty candidates)" in running
     assert "No evaluation has finished yet" in section(body, "latest-results")
 

@@ -70,12 +70,14 @@ def test_a_newcomer_scores_the_references_then_sees_an_agent_ranked_on_the_home_
         button.click()
         page.wait_for_url(f"{base}/")
         expect(page.locator(".messages")).to_contain_text(f"reference solutions of {PACK} v1")
+        # A worker builds the runs' candidates (references are read there only), then
+        # scores them: the section polls meanwhile.
         running = page.locator("#now-running")
         expect(running).to_have_attribute("hx-trigger", "every 2s")
-        expect(running.locator(".running-row")).to_have_count(2)
+        expect(running.locator(".preparing-row")).to_have_count(2)
         expect(running).to_contain_text("oracle (reference solutions)")
         expect(running).to_contain_text("null (empty candidates)")
-        expect(running).to_contain_text(f"0 of {total}")
+        expect(running).to_contain_text("a worker is preparing its candidates")
         page.screenshot(path=SCREENSHOTS / "home-running.png", full_page=True)
         page.evaluate("window.__noReload = 1")
     finally:
