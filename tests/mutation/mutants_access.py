@@ -11,7 +11,26 @@ ROLES_TESTS = "tests/test_roles_and_debug_mode.py"
 DEBUG_TESTS = "tests/security/test_debug_mode_guards.py"
 ROLE_VISIBILITY = "tests/security/test_role_visibility.py"
 
+HOME_TESTS = "tests/dashboard/test_home.py"
+
 ACCESS_MUTANTS: tuple[Mutant, ...] = (
+    # --- the home page and its one-click reference runs (dashboard/, runs/) -------------------
+    Mutant(
+        id="home-runs-of-any-version",
+        module="dashboard/selectors.py",
+        defence="the home page lists only runs the reader may see (no draft's, no open run)",
+        find="run__in=run_access.visible_runs(user).filter(health_check=False),\n    )\n\n\ndef now_running",
+        replace="run__in=Run.objects.filter(health_check=False),\n    )\n\n\ndef now_running",
+        tests=(HOME_TESTS, "-k reaches_a_viewers_home"),
+    ),
+    Mutant(
+        id="reference-runs-for-anyone",
+        module="runs/reference_views.py",
+        defence="only users privileged on the pack start its oracle and null runs",
+        find="    if not access.can_score_references(request.user, contract_version.pack):",
+        replace="    if False:",
+        tests=(HOME_TESTS, "-k only_privileged"),
+    ),
     # --- access control (packs/access.py, runs/access.py, runs/privileged.py) ------------------
     Mutant(
         id="access-browse-needs-role",
