@@ -225,6 +225,9 @@ class _Flags:
     memory_exceeded: bool = False
     output_exceeded: bool = False
     pids_exceeded: bool = False
+    # Seen with as many processes as RLIMIT_NPROC allows: the next fork is refused, silently
+    # for us (the Docker backend reads the same from its pids cgroup).
+    pids_at_cap: bool = False
     killed: threading.Event = field(default_factory=threading.Event)
 
 
@@ -513,10 +516,13 @@ class BwrapProcess(SandboxProcess):
                 self._flags.memory_exceeded = True
                 self._kill()
                 return
-            if self._slot.uid is None and len(members) > self.limits.pids + self._overhead:
+            cap = self.limits.pids + self._overhead
+            if self._slot.uid is None and len(members) > cap:
                 self._flags.pids_exceeded = True
                 self._kill()
                 return
+            if len(members) >= cap:
+                self._flags.pids_at_cap = True
             self._flags.killed.wait(WATCH_INTERVAL)
 
     def _kill(self) -> None:
@@ -655,6 +661,11 @@ class BwrapProcess(SandboxProcess):
             self._notes.append("memory_exceeded inferred from an allocation failure on stderr")
         if self._flags.pids_exceeded:
             self._notes.append("killed: process count above limits.pids (watchdog)")
+        # A run that sat at its process cap and then failed or ran out of time hit the cap:
+        # a fork bomb is the candidate's own failure, never an error of ours to retry.
+        at_cap = self._flags.pids_at_cap and exit_code != 0
+        if at_cap:
+            self._notes.append(f"forks were refused at limits.pids ({self.limits.pids})")
         for name, cap in (("stdout", self._stdout_cap), ("stderr", self._stderr_cap)):
             if cap.truncated:
                 self._notes.append(f"{name} truncated: kept {cap.cap} of {cap.total} bytes")
@@ -668,7 +679,7 @@ class BwrapProcess(SandboxProcess):
             timed_out=self._flags.timed_out,
             memory_exceeded=memory,
             output_exceeded=self._flags.output_exceeded,
-            process_limit=self._flags.pids_exceeded,
+            process_limit=self._flags.pids_exceeded or at_cap,
             collected=collected,
             refused=tuple(refused),
             notes=tuple(self._notes),
