@@ -2,8 +2,10 @@
 board, the signed-in user's own runs, and whether the workers are consuming.
 
 Everything is read through the same visibility rules as the pages it links to (a draft's
-runs, another member's unsubmitted run never show), and every section costs a fixed number
-of queries whatever the number of runs: the page stays within its budget at thousands.
+runs, another member's unsubmitted run never show), and no section's cost grows with the
+number of runs: each reads a fixed number of rows (the in-progress list three grouped
+queries per evaluation shown, at most ``RUNNING_LIMIT``). bench.pages measures the page with
+1,000 runs.
 """
 
 from __future__ import annotations
