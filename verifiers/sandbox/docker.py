@@ -455,12 +455,15 @@ class DockerProcess(SandboxProcess):
                 self._timed_out = True
                 self._kill()
                 return
-            if not self._refused_forks and self._forks_refused():
-                # Seen while the cgroup exists (the engine deletes it with the container). A
-                # run that then fails or runs out of time hit its process limit: a fork bomb
-                # is the candidate's own failure, never an error of ours to retry.
+            # One read of the pids cgroup a tick: None once the engine deleted it (the
+            # container stopped), else the count of forks refused so far.
+            refused = None if self._pids_events is None else read_counter(self._pids_events, "max")
+            if refused is not None and refused > self._pids_refused:
+                # Seen while the cgroup exists. A run that then fails or runs out of time hit
+                # its process limit: a fork bomb is the candidate's own failure, never an
+                # error of ours to retry.
                 self._refused_forks = True
-            if self._stopped_by_itself():
+            if self._pids_events is not None and refused is None and not self._stopped_by_us():
                 # Under gVisor a memory overflow kills the sandbox's own kernel with the
                 # container; the engine may keep the command's stream open until our wall
                 # clock. Nothing can run any more: end the stream so the run ends now.
@@ -469,21 +472,8 @@ class DockerProcess(SandboxProcess):
                 return
             self._killed.wait(0.05)
 
-    def _stopped_by_itself(self) -> bool:
-        """The container's pids cgroup is gone (the engine deletes it when the container
-        stops) while we did not kill it."""
-        return (
-            self._pids_events is not None
-            and read_counter(self._pids_events, "max") is None
-            and not self._killed.is_set()
-            and not self._eof.is_set()
-        )
-
-    def _forks_refused(self) -> bool:
-        if self._pids_events is None:
-            return False
-        refused = read_counter(self._pids_events, "max")
-        return refused is not None and refused > self._pids_refused
+    def _stopped_by_us(self) -> bool:
+        return self._killed.is_set() or self._eof.is_set()
 
     def _kill(self) -> None:
         self._killed.set()
