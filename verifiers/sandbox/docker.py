@@ -160,6 +160,7 @@ class DockerProcess(SandboxProcess):
         self._timed_out = False
         self._output_exceeded = False
         self._refused_forks = False  # a fork was refused at the pids limit during the run
+        self._stopped_unasked = False  # the container stopped while the command ran, unasked
         self._stdout_cap = OutputCapture(self.limits.output_bytes)
         self._stderr_cap = OutputCapture(self.limits.output_bytes)
         self._threads: list[threading.Thread] = []
@@ -468,6 +469,7 @@ class DockerProcess(SandboxProcess):
                 # container; the engine may keep the command's stream open until our wall
                 # clock. Nothing can run any more: end the stream so the run ends now.
                 self._notes.append("the container stopped under the command")
+                self._stopped_unasked = True
                 self._cmd.abandon()
                 return
             self._killed.wait(0.05)
@@ -555,7 +557,10 @@ class DockerProcess(SandboxProcess):
         )
 
     def _oom_happened(self, exit_code: int | None, killed: bool) -> bool:
-        if self._container_state(settle=exit_code is None and not killed).get("OOMKilled"):
+        state = self._container_state(settle=exit_code is None and not killed)
+        if state.get("OOMKilled"):
+            return True
+        if self._killed_from_outside(state):
             return True
         if self._oom_counter is not None:
             kills = read_oom_kills(self._oom_counter)
@@ -573,6 +578,17 @@ class DockerProcess(SandboxProcess):
             self._notes.append("memory_exceeded inferred from SIGKILL (cgroup not readable)")
             return True
         return False
+
+    def _killed_from_outside(self, state: dict[str, Any]) -> bool:
+        """A container that stopped under the command with SIGKILL, neither killed by us nor
+        at its process limit, was killed for its memory. Under gVisor the engine may record
+        the exit before the OOM event and never set OOMKilled (seen under load in CI)."""
+        if not self._stopped_unasked or self._refused_forks:
+            return False
+        if state.get("ExitCode") != EXIT_SIGKILL:
+            return False
+        self._notes.append("memory_exceeded inferred: the container was SIGKILLed, not by us")
+        return True
 
     def _container_state(self, *, settle: bool) -> dict[str, Any]:
         """The container's State; with ``settle``, once it is no longer running (a few
