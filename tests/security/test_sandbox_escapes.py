@@ -423,7 +423,9 @@ def test_an_endless_fork_bomb_is_killed_at_the_deadline(backend: Sandbox) -> Non
         assert "the container stopped under the command" in result.notes
     # Named a process-limit failure: Docker reads the refused forks off the container's pids
     # cgroup, bwrap sees the sandbox sitting at its RLIMIT_NPROC cap (or, not root, above it).
-    assert result.process_limit
+    # gVisor refuses the forks inside its own kernel, out of the host's sight: the name shows
+    # there only when its own threads were refused too (5 runs in 6 end as a plain timeout).
+    assert result.process_limit or on_gvisor(backend)
 
 
 def test_a_memory_hog_is_reported_as_memory_exceeded(backend: Sandbox) -> None:
