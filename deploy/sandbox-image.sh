@@ -77,6 +77,24 @@ if [ -n "$reload" ]; then
   done
 fi
 
+# 2b. crun refuses a hybrid cgroup host (v1 controllers, plus a v2 hierarchy at
+# /sys/fs/cgroup/unified) while any controller sits in the v2 one: often only hugetlb, which
+# the v1 side does not mount and nothing enables. Each such unused controller moves to a v1
+# hierarchy of its own, where runc and the engine ignore it too.
+unified=/sys/fs/cgroup/unified
+if [[ " $runtimes " == *" crun "* ]] && [ -r "$unified/cgroup.controllers" ]; then
+  for controller in $(cat "$unified/cgroup.controllers"); do
+    if grep -qw "$controller" "$unified/cgroup.subtree_control"; then
+      say "crun needs the cgroup v2 hierarchy empty, but $controller is in use there: crun left unusable"
+      continue
+    fi
+    say "moving the unused $controller cgroup controller to a v1 hierarchy (crun on a hybrid host)"
+    root_do mkdir -p "/sys/fs/cgroup/$controller"
+    root_do mount -t cgroup -o "$controller" cgroup "/sys/fs/cgroup/$controller" \
+      || say "could not mount $controller: crun may refuse this host"
+  done
+fi
+
 # 3. The image. One made before `python` was part of it is rebuilt.
 if docker image inspect "$tag" >/dev/null 2>&1 \
   && ! docker run --rm --network none "$tag" python -c pass >/dev/null 2>&1; then
