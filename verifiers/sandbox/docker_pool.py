@@ -129,6 +129,9 @@ def _cpus(limits: Limits) -> float:
     return 1.0 if limits.memory_bytes <= CODE_LIMITS.memory_bytes else 2.0
 
 
+NO_CGROUP_VIEW = "ro,nosuid,nodev,noexec,size=4k,nr_inodes=16,mode=0555"
+
+
 def _tmpfs_opts(size: int, *, owner: int | None, mode: str) -> str:
     inodes = max(4096, size // 2048)  # bounds "millions of empty files" (A26)
     # Docker makes tmpfs noexec by default; a workspace's own scripts (./run.sh) must run,
@@ -182,6 +185,10 @@ def create_container(client: Any, config: ContainerConfig) -> Any:
             config.workdir: _tmpfs_opts(
                 lim.work_bytes, owner=SANDBOX_UID, mode=config.workdir_mode
             ),
+            # Empty and read-only: crun on a cgroup v1 host mounts a world-writable 1 MiB
+            # tmpfs here, a store outside every declared cap (the mount suite found it).
+            # Candidates need no view of the host's cgroups under any runtime.
+            "/sys/fs/cgroup": NO_CGROUP_VIEW,
         },
         mem_limit=lim.memory_bytes,
         memswap_limit=lim.memory_bytes,
