@@ -11,8 +11,10 @@ import base64
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -45,6 +47,7 @@ from verifiers.verdict import Reason
 BULK_BATCH = 1000
 # The runs a version's one-click "score the reference solutions" makes, in this order.
 REFERENCE_ORIGINS = (CandidateOrigin.ORACLE, CandidateOrigin.NULL)
+RESEND_BATCH = 100  # reference runs re-sent per reaper pass
 
 logger = logging.getLogger(__name__)
 # What submitting or closing a run fixes about it, beside ``submitted_at``.
@@ -222,6 +225,27 @@ def _send_reference_fill(run_ids: list[int]) -> None:
         tasks.fill_reference_runs.delay(run_ids)
     except (KombuError, OSError, ConnectionError) as exc:
         logger.warning("could not send the fill of reference runs %s: %s", run_ids, exc)
+
+
+def reference_fills_resend(*, now: datetime | None = None) -> int:
+    """Send again the fill of one-click reference runs still empty well after they were asked
+    for: its message was lost (a broker restart) or never sent (the broker was down), and
+    without this the runs would show "preparing" for ever. A fill delivered twice does
+    nothing the second time, so a message that was merely slow costs nothing."""
+    cutoff = (now or timezone.now()) - timedelta(seconds=settings.SECUREBENCH_REDISPATCH_SECONDS)
+    waiting = Run.objects.filter(
+        mode=RunMode.BUNDLE,
+        health_check=False,
+        origin__in=REFERENCE_ORIGINS,
+        submitted_at__isnull=True,
+        candidate_count=0,
+        created_at__lt=cutoff,
+    )
+    run_ids = list(waiting.order_by("pk").values_list("pk", flat=True)[:RESEND_BATCH])
+    if run_ids:
+        logger.info("reaper: re-sending the fill of reference runs %s", run_ids)
+        _send_reference_fill(run_ids)
+    return len(run_ids)
 
 
 def reference_run_fill(run_id: int) -> Evaluation | None:

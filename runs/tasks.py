@@ -58,6 +58,7 @@ def reap_leases() -> dict[str, int]:
         "requeued": report.requeued,
         "exhausted": report.exhausted,
         "redispatched": report.redispatched,
+        "reference_fills_resent": services.reference_fills_resend(),
     }
 
 

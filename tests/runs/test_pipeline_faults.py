@@ -16,12 +16,23 @@ from django.utils import timezone
 from packs.models import ContractVersion
 from packs.services import pack_import_folder
 from runs.bundle import ParsedBundle, parse_candidate_objects
-from runs.models import Evaluation, ResultStatus, RunSource, TaskResult
+from runs.models import Evaluation, ResultStatus, Run, RunSource, TaskResult
 from runs.pipeline import evaluation_dispatch, leases_reap, results_claim
-from runs.services import RunMetadata, run_submit_bundle, run_submit_reference
+from runs.services import (
+    RunMetadata,
+    reference_runs_request,
+    run_submit_bundle,
+    run_submit_reference,
+)
 from tests.components import require
 from tests.conftest import EXAMPLES
-from tests.runs.conftest import FAST_PIPELINE_ENV, WorkerPool, bwrap_or_skip, wait_for
+from tests.runs.conftest import (
+    FAST_PIPELINE_ENV,
+    BrokerConfig,
+    WorkerPool,
+    bwrap_or_skip,
+    wait_for,
+)
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -287,3 +298,28 @@ def test_reaper_requeues_expired_leases_then_gives_up(settings, broker) -> None:
     assert target.failure_reason == "retries_exhausted"
     # A worker that wakes up late with the old claim writes nothing.
     assert results_claim([target.pk], worker="late").results == []
+
+
+def test_one_click_reference_runs_whose_fill_the_broker_lost_are_filled_by_the_reaper(
+    workers: WorkerPool, broker: BrokerConfig
+) -> None:
+    """The button's two runs wait empty for a worker to build their candidates; when the
+    broker loses that message (a Redis restart), the reaper sends it again."""
+    from securebench_site.celery import app  # noqa: PLC0415
+
+    version = _import(EXAMPLES / "arithmetic-mc")
+    runs = reference_runs_request(version, source=RunSource.FORM)
+    with app.connection_for_write() as connection:
+        assert connection.default_channel.queue_purge("text") == 1  # the fill, lost
+    workers.start(env=FAST_PIPELINE_ENV)  # re-sent 5 s after the runs were asked for
+
+    def scored() -> bool:
+        return Evaluation.objects.filter(run__in=runs, status="done").count() == 2
+
+    wait_for(scored, 90, "both reference runs to be filled and scored")
+    by_origin = {run.origin: run for run in Run.objects.filter(pk__in=[r.pk for r in runs])}
+    oracle = by_origin["oracle"].evaluations.get()
+    null = by_origin["null"].evaluations.get()
+    assert set(_statuses(oracle).values()) == {"passed"}
+    assert set(_statuses(null).values()) == {"failed"}
+    assert by_origin["oracle"].candidate_count == version.tasks.count()
