@@ -15,6 +15,7 @@ import socket
 import tempfile
 import textwrap
 import uuid
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -118,9 +119,14 @@ print(json.dumps({"named": named, "holding": holding, "read": read}))
 
 
 def test_host_files_are_not_visible_anywhere_in_the_sandbox(
-    backend: Sandbox, host_dir: Path
+    backend: Sandbox, host_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     from django.conf import settings  # noqa: PLC0415 - only to name the site's data folder
+
+    # The search reads the whole filesystem: on a loaded machine it outlasts the 5 s an
+    # agent's snippet gets (CI saw it time out). What is visible does not depend on time.
+    roomy = replace(SNIPPET_LIMITS, wall_seconds=60.0, cpu_seconds=60)
+    monkeypatch.setattr("verifiers.snippet.SNIPPET_LIMITS", roomy)
 
     marker = f"sbmarker{uuid.uuid4().hex}"
     # World-readable files a careless mount would expose: a marked file, settings-like files,

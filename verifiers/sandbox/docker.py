@@ -108,6 +108,7 @@ from verifiers.sandbox.docker_exec import (
     work_tar,
 )
 from verifiers.sandbox.docker_pool import (
+    GVISOR,
     check_runtime,
     config_for,
     create_container,
@@ -348,6 +349,9 @@ class DockerProcess(SandboxProcess):
             # A prompt `kill -9 -1` right after the command exits leaves a daemon no time to
             # rewrite results; _collect() still verifies nothing is left before reading.
             wrapped = ["sh", "-c", COPY_IN_THEN_RUN, "sh", str(size), self.spec.workdir]
+            # The wall clock starts with the command: an engine slow to create or start the
+            # container (ours, under load) must not spend the candidate's time.
+            self._started = time.monotonic()
             self._cmd = self._exec([*wrapped, *self.spec.command], workdir=self.spec.workdir)
             self._stdout_pipe_w: int | None = None
             if interactive:
@@ -580,10 +584,13 @@ class DockerProcess(SandboxProcess):
         return False
 
     def _killed_from_outside(self, state: dict[str, Any]) -> bool:
-        """A container that stopped under the command with SIGKILL, neither killed by us nor
-        at its process limit, was killed for its memory. Under gVisor the engine may record
-        the exit before the OOM event and never set OOMKilled (seen under load in CI)."""
-        if not self._stopped_unasked or self._refused_forks:
+        """Under gVisor, a container that stopped under the command with SIGKILL, neither
+        killed by us nor at its process limit, was killed for its memory: the host's OOM
+        killer takes gVisor's kernel with the candidate, and the engine may record the exit
+        before the OOM event and never set OOMKilled (seen under load in CI). Under runc the
+        kernel kills the candidate's process and the container lives on, so a container
+        SIGKILLed from outside is an operator's or the engine's doing, not memory use."""
+        if self._config.runtime != GVISOR or not self._stopped_unasked or self._refused_forks:
             return False
         if state.get("ExitCode") != EXIT_SIGKILL:
             return False
