@@ -416,7 +416,7 @@ class DockerProcess(SandboxProcess):
         """
         try:
             killed = self._killed.is_set()
-            exit_code = None if killed else self._cmd.exit_code()
+            exit_code = self._command_exit(killed)
             self._ended = _Ended(killed, exit_code, self._oom_happened(exit_code, killed))
         except Exception as exc:  # noqa: BLE001 - finish() falls back to its own path
             self._notes.append(f"early teardown skipped: {exc}")
@@ -521,7 +521,7 @@ class DockerProcess(SandboxProcess):
         ended = self._ended
         if ended is None:  # collecting, or the pump is stuck: the container is still there
             killed = self._killed.is_set()
-            exit_code = None if killed else self._cmd.exit_code()
+            exit_code = self._command_exit(killed)
             oom = self._oom_happened(exit_code, killed)
         else:
             killed, exit_code, oom = ended.killed, ended.exit_code, ended.oom
@@ -539,13 +539,14 @@ class DockerProcess(SandboxProcess):
         if not oom and looks_like_alloc_failure(exit_code, stderr):
             oom = True
             self._notes.append("memory_exceeded inferred from an allocation failure on stderr")
-        if self._refused_forks and exit_code != 0:
+        limited = self._refused_forks and exit_code != 0
+        if limited:
             self._notes.append(f"forks were refused at limits.pids ({self.limits.pids})")
         for name, cap in (("stdout", self._stdout_cap), ("stderr", self._stderr_cap)):
             if cap.truncated:
                 self._notes.append(f"{name} truncated: kept {cap.cap} of {cap.total} bytes")
         return SandboxResult(
-            exit_code=None if oom and exit_code == EXIT_SIGKILL else exit_code,
+            exit_code=None if exit_code == EXIT_SIGKILL and (oom or limited) else exit_code,
             stdout=self._stdout_cap.value(),
             stderr=stderr,
             duration_seconds=time.monotonic() - self._started,
@@ -554,18 +555,37 @@ class DockerProcess(SandboxProcess):
             timed_out=self._timed_out,
             memory_exceeded=oom,
             output_exceeded=self._output_exceeded,
-            process_limit=self._refused_forks and exit_code != 0,
+            process_limit=limited,
             collected=collected,
             refused=tuple(refused),
             notes=tuple(self._notes),
         )
 
+    def _command_exit(self, killed: bool) -> int | None:
+        """The command's exit status; None when we killed it. A command whose container
+        stopped under it died by SIGKILL, as every process of a pid namespace does when its
+        init dies: the engine's own record of the exec races the container's exit (under
+        load it answered 126, or nothing)."""
+        if killed:
+            return None
+        if not self._stopped_unasked:
+            code = self._cmd.exit_code()
+            # No status at all: seen before the watchdog's next look, the container may
+            # have stopped under the command (gVisor's kernel killed with it).
+            if code is not None or self._container_state(settle=True).get("Running"):
+                return code
+            self._notes.append("the container stopped under the command")
+            self._stopped_unasked = True
+        return EXIT_SIGKILL
+
     def _oom_happened(self, exit_code: int | None, killed: bool) -> bool:
-        state = self._container_state(settle=exit_code is None and not killed)
+        settle = (exit_code is None or self._stopped_unasked) and not killed
+        state = self._container_state(settle=settle)
         if state.get("OOMKilled"):
             return True
         if self._killed_from_outside(state):
             return True
+        self._note_gvisor_kernel_exit(state)
         if self._oom_counter is not None:
             kills = read_oom_kills(self._oom_counter)
             if kills is not None:
@@ -596,6 +616,19 @@ class DockerProcess(SandboxProcess):
             return False
         self._notes.append("memory_exceeded inferred: the container was SIGKILLed, not by us")
         return True
+
+    def _note_gvisor_kernel_exit(self, state: dict[str, Any]) -> None:
+        """Under gVisor, a container that exited on its own (not SIGKILLed) under the command
+        lost its kernel: the sentry exits when the pids cgroup refuses it host threads, which
+        a fork bomb inside brings about. Named a process-limit failure, as Docker names
+        forks refused at the cgroup's cap, since the cgroup is gone before we can read it."""
+        if self._config.runtime != GVISOR or not self._stopped_unasked:
+            return
+        status = state.get("ExitCode")
+        if status in (None, 0, EXIT_SIGKILL) or self._refused_forks:
+            return
+        self._refused_forks = True
+        self._notes.append(f"gVisor's kernel exited (status {status}): taken as threads refused")
 
     def _container_state(self, *, settle: bool) -> dict[str, Any]:
         """The container's State; with ``settle``, once it is no longer running (a few
