@@ -119,6 +119,7 @@ from verifiers.sandbox.docker_pool import (
 )
 
 EXIT_SIGKILL = 128 + 9
+STOPPED_UNDER_COMMAND = "the container stopped under the command"  # a result note
 # A container left with only these (docker-init and the keeper) holds nothing of the run.
 IDLE_TASKS = 2
 # How long a run whose command ended with no exit status waits for the container to stop
@@ -472,7 +473,7 @@ class DockerProcess(SandboxProcess):
                 # Under gVisor a memory overflow kills the sandbox's own kernel with the
                 # container; the engine may keep the command's stream open until our wall
                 # clock. Nothing can run any more: end the stream so the run ends now.
-                self._notes.append("the container stopped under the command")
+                self._notes.append(STOPPED_UNDER_COMMAND)
                 self._stopped_unasked = True
                 self._cmd.abandon()
                 return
@@ -574,7 +575,7 @@ class DockerProcess(SandboxProcess):
             # have stopped under the command (gVisor's kernel killed with it).
             if code is not None or self._container_state(settle=True).get("Running"):
                 return code
-            self._notes.append("the container stopped under the command")
+            self._notes.append(STOPPED_UNDER_COMMAND)
             self._stopped_unasked = True
         return EXIT_SIGKILL
 
