@@ -4,6 +4,7 @@ figure it promises. Nothing here times anything; figures come from `make bench` 
 from __future__ import annotations
 
 import json
+import math
 import subprocess
 import sys
 
@@ -31,7 +32,11 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     report = json.loads(output.read_text())
     workloads = {figure["workload"].split()[0] for figure in report["figures"]}
     assert workloads == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
-    assert all(figure["value"] >= 0 for figure in report["figures"])
+    # Every figure is a number; only a difference (an overhead over an anchor) may come out
+    # below zero, as tiny smoke samples on a loaded machine can make it.
+    assert all(math.isfinite(figure["value"]) for figure in report["figures"])
+    unsigned = [f for f in report["figures"] if "overhead" not in f["name"]]
+    assert all(figure["value"] >= 0 for figure in unsigned), unsigned
     assert report["machine"]["cores"]
     assert "## Figures" in finished.stdout
     assert len(MODULES) == 10

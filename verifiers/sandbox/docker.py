@@ -416,9 +416,7 @@ class DockerProcess(SandboxProcess):
         still waits for it: nothing of the run outlives the result (A28).
         """
         try:
-            killed = self._killed.is_set()
-            exit_code = self._command_exit(killed)
-            self._ended = _Ended(killed, exit_code, self._oom_happened(exit_code, killed))
+            self._ended = self._ending()
         except Exception as exc:  # noqa: BLE001 - finish() falls back to its own path
             self._notes.append(f"early teardown skipped: {exc}")
             return
@@ -519,13 +517,9 @@ class DockerProcess(SandboxProcess):
         if self._eof.is_set():
             # The early teardown's API calls are bounded by the client's timeout.
             self._pump_thread.join()
-        ended = self._ended
-        if ended is None:  # collecting, or the pump is stuck: the container is still there
-            killed = self._killed.is_set()
-            exit_code = self._command_exit(killed)
-            oom = self._oom_happened(exit_code, killed)
-        else:
-            killed, exit_code, oom = ended.killed, ended.exit_code, ended.oom
+        # None: collecting, or the pump is stuck: the container is still there.
+        ended = self._ended or self._ending()
+        killed, exit_code, oom = ended.killed, ended.exit_code, ended.oom
         self._cmd.close()
         collected: dict[str, bytes] = {}
         refused: list[str] = []
@@ -562,31 +556,45 @@ class DockerProcess(SandboxProcess):
             notes=tuple(self._notes),
         )
 
-    def _command_exit(self, killed: bool) -> int | None:
-        """The command's exit status; None when we killed it. A command whose container
-        stopped under it died by SIGKILL, as every process of a pid namespace does when its
-        init dies: the engine's own record of the exec races the container's exit (under
-        load it answered 126, or nothing)."""
-        if killed:
-            return None
-        if not self._stopped_unasked:
-            code = self._cmd.exit_code()
-            # No status at all: seen before the watchdog's next look, the container may
-            # have stopped under the command (gVisor's kernel killed with it).
-            if code is not None or self._container_state(settle=True).get("Running"):
-                return code
-            self._notes.append(STOPPED_UNDER_COMMAND)
-            self._stopped_unasked = True
-        return EXIT_SIGKILL
+    def _ending(self) -> _Ended:
+        """How the command ended, from one read of the container's state."""
+        killed = self._killed.is_set()
+        exit_code, state = self._command_exit(killed)
+        if state is None:
+            settle = (exit_code is None or self._stopped_unasked) and not killed
+            state = self._container_state(settle=settle)
+        oom = self._oom_happened(exit_code, killed, state)
+        if not oom:
+            self._note_gvisor_kernel_exit(state)
+        return _Ended(killed, exit_code, oom)
 
-    def _oom_happened(self, exit_code: int | None, killed: bool) -> bool:
-        settle = (exit_code is None or self._stopped_unasked) and not killed
-        state = self._container_state(settle=settle)
+    def _command_exit(self, killed: bool) -> tuple[int | None, dict[str, Any] | None]:
+        """The command's exit status (None when we killed it), and the container's settled
+        state when reading the status needed it. A command whose container stopped under it
+        died by SIGKILL, as every process of a pid namespace does when its init dies: the
+        engine's own record of the exec races the container's exit (under load it answered
+        126, or nothing)."""
+        if killed:
+            return None, None
+        if self._stopped_unasked:
+            return EXIT_SIGKILL, None
+        code = self._cmd.exit_code()
+        if code is not None:
+            return code, None
+        # No status at all: seen before the watchdog's next look, the container may have
+        # stopped under the command (gVisor's kernel killed with it).
+        state = self._container_state(settle=True)
+        if state.get("Running"):
+            return None, state
+        self._notes.append(STOPPED_UNDER_COMMAND)
+        self._stopped_unasked = True
+        return EXIT_SIGKILL, state
+
+    def _oom_happened(self, exit_code: int | None, killed: bool, state: dict[str, Any]) -> bool:
         if state.get("OOMKilled"):
             return True
         if self._killed_from_outside(state):
             return True
-        self._note_gvisor_kernel_exit(state)
         if self._oom_counter is not None:
             kills = read_oom_kills(self._oom_counter)
             if kills is not None:
