@@ -11,43 +11,13 @@
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from collections import Counter
-from typing import Any
 
-from bench.common import REPO_ROOT, Figure, at_most, django_setup, humaneval_anchor, main, median
+from bench.common import Figure, at_most, humaneval_anchor, main, median
+from bench.oracle_runs import code_version, start_worker, submit_oracle, wait_done
 from bench.site import Site
-
-SMOKE_PACK = "python-functions"  # one of examples/, imported by `make run`
-EVALUATION_TIMEOUT = 600.0
-
-
-def _submit_oracle(contract_version: Any, label: str) -> int:
-    from runs.models import CandidateOrigin, RunSource  # noqa: PLC0415 - after django_setup
-    from runs.services import RunMetadata, run_submit_reference  # noqa: PLC0415
-
-    _, evaluation = run_submit_reference(
-        contract_version=contract_version,
-        origin=CandidateOrigin.ORACLE,
-        metadata=RunMetadata(agent_name=f"bench-{label}"),
-        source=RunSource.COMMAND,
-    )
-    return evaluation.pk
-
-
-def _wait_done(evaluation_ids: list[int]) -> float:
-    """Seconds until every evaluation is done (polled every 50 ms)."""
-    from runs.models import Evaluation, EvaluationStatus  # noqa: PLC0415
-
-    started = time.perf_counter()
-    while time.perf_counter() - started < EVALUATION_TIMEOUT:
-        done = Evaluation.objects.filter(pk__in=evaluation_ids, status=EvaluationStatus.DONE)
-        if done.count() == len(evaluation_ids):
-            return time.perf_counter() - started
-        time.sleep(0.05)
-    raise RuntimeError(f"evaluations {evaluation_ids} not done after {EVALUATION_TIMEOUT} s")
 
 
 def _check_scored_once(evaluation_ids: list[int], tasks: int) -> Counter[str]:
@@ -68,55 +38,22 @@ def _check_scored_once(evaluation_ids: list[int], tasks: int) -> Counter[str]:
     return Counter(r["worker"] for r in results)
 
 
-def _second_worker(site: Site) -> subprocess.Popen[bytes]:
-    """Another worker like `make worker`, on the site's data folder (same broker and DB)."""
-    assert site.process is not None
-    return subprocess.Popen(
-        [
-            str(REPO_ROOT / ".venv" / "bin" / "celery"),
-            "-A",
-            "securebench_site",
-            "worker",
-            "--queues=text,sandbox,actions",
-            "--concurrency=2",
-            "--hostname=second@%h",
-            "--loglevel=WARNING",
-        ],
-        cwd=REPO_ROOT,
-        env=site.process.env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
-
-
-def _code_version(site: Site, *, smoke: bool) -> Any:
-    """The full HumanEval pack; for a smoke run, the small Python example `make run` imports."""
-    if not smoke:
-        site.manage("import_humaneval")
-    django_setup(site.data_dir)
-    from packs.models import ContractVersion  # noqa: PLC0415 - after django_setup
-
-    pack_id = SMOKE_PACK if smoke else "humaneval"
-    return ContractVersion.objects.filter(pack__pack_id=pack_id).latest("version")
-
-
 def run(*, smoke: bool) -> list[Figure]:
     repetitions = 1 if smoke else 3
     anchor = median(humaneval_anchor(1, problems=4) if smoke else humaneval_anchor(3))
     with Site(env={"SECUREBENCH_SANDBOX": "bwrap"}) as site:
-        version = _code_version(site, smoke=smoke)
+        version = code_version(site, smoke=smoke)
         tasks = version.task_count
         single = []
         for repetition in range(repetitions):
-            evaluation = _submit_oracle(version, f"single-{repetition}")
-            single.append(_wait_done([evaluation]))
+            evaluation = submit_oracle(version, f"single-{repetition}")
+            single.append(wait_done([evaluation]))
             _check_scored_once([evaluation], tasks)
-        worker = _second_worker(site)
+        worker = start_worker(site, hostname="second@%h", queues="text,sandbox,actions")
         try:
             time.sleep(3)  # the second worker connects to the broker
-            pair = [_submit_oracle(version, "pair-a"), _submit_oracle(version, "pair-b")]
-            pair_seconds = _wait_done(pair)
+            pair = [submit_oracle(version, "pair-a"), submit_oracle(version, "pair-b")]
+            pair_seconds = wait_done(pair)
             shares = _check_scored_once(pair, tasks)
         finally:
             worker.kill()

@@ -14,7 +14,7 @@ import time
 from typing import Any
 
 from bench.common import Figure, at_most, main, median
-from bench.concurrency import EVALUATION_TIMEOUT, _code_version, _submit_oracle, _wait_done
+from bench.oracle_runs import EVALUATION_TIMEOUT, code_version, submit_oracle, wait_done
 from bench.site import Site
 
 
@@ -50,10 +50,10 @@ def _verifications(report: Any) -> dict[str, int]:
 def run(*, smoke: bool) -> list[Figure]:
     repetitions = 1 if smoke else 3
     with Site(env={"SECUREBENCH_SANDBOX": "bwrap"}) as site:
-        version = _code_version(site, smoke=smoke)
+        version = code_version(site, smoke=smoke)
         tasks = version.task_count
         oracle = median(
-            [_wait_done([_submit_oracle(version, f"oracle-{n}")]) for n in range(repetitions)]
+            [wait_done([submit_oracle(version, f"oracle-{n}")]) for n in range(repetitions)]
         )
         report_seconds, report = _report_seconds(version)
         verifications = _verifications(report)

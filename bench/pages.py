@@ -45,6 +45,7 @@ from datetime import timedelta
 from pathlib import Path
 
 import requests
+from django_htmx.http import HTMX_STOP_POLLING
 
 from bench.common import Figure, at_most, django_setup, main, mc_pack_archive, median, p95
 from bench.site import Site
@@ -60,7 +61,6 @@ RESULTS_PER_PAGE = 50  # runs.views.RESULTS_PER_PAGE
 IN_PROGRESS_STATUSES = ("passed", "passed", "failed", "running", "queued")
 # Longer than any measurement: the reaper never finds these leases expired.
 LEASE = timedelta(days=1)
-HTMX_STOP_POLLING = 286  # dashboard.views.HTMX_STOP_POLLING
 
 
 def add_done_runs(data_dir: Path, count: int) -> None:

@@ -19,37 +19,20 @@ import time
 from collections import Counter
 from pathlib import Path
 
-from bench.common import REPO_ROOT, Figure, main, median
-from bench.concurrency import _code_version, _submit_oracle, _wait_done
+from bench.common import Figure, main, median
+from bench.oracle_runs import code_version, start_worker, submit_oracle, wait_done
 from bench.site import Site
 
 
 def _second_host(site: Site, folder: Path) -> subprocess.Popen[bytes]:
-    assert site.process is not None
+    """Host "two": its own name, blob cache and scratch folder, as on another machine."""
     folder.chmod(0o755)  # sandbox uids traverse its scratch space
     env = {
-        **site.process.env,
         "SECUREBENCH_HOST_NAME": "host-two",
         "SECUREBENCH_BLOB_CACHE_DIR": str(folder / "cache"),
         "TMPDIR": str(folder),
     }
-    return subprocess.Popen(
-        [
-            str(REPO_ROOT / ".venv" / "bin" / "celery"),
-            "-A",
-            "securebench_site",
-            "worker",
-            "--queues=text,sandbox",
-            "--concurrency=2",
-            "--hostname=two@%h",
-            "--loglevel=WARNING",
-        ],
-        cwd=REPO_ROOT,
-        env=env,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-        start_new_session=True,
-    )
+    return start_worker(site, hostname="two@%h", queues="text,sandbox", env=env)
 
 
 def _hosts(evaluation_id: int) -> Counter[str]:
@@ -64,19 +47,17 @@ def _hosts(evaluation_id: int) -> Counter[str]:
 def run(*, smoke: bool) -> list[Figure]:
     repetitions = 1 if smoke else 3
     with Site(env={"SECUREBENCH_SANDBOX": "bwrap"}) as site:
-        version = _code_version(site, smoke=smoke)
+        version = code_version(site, smoke=smoke)
         tasks = version.task_count
-        one = median(
-            [_wait_done([_submit_oracle(version, f"one-{n}")]) for n in range(repetitions)]
-        )
+        one = median([wait_done([submit_oracle(version, f"one-{n}")]) for n in range(repetitions)])
         folder = Path(tempfile.mkdtemp(prefix="securebench-host-two-"))
         second = _second_host(site, folder)
         try:
             time.sleep(3)  # the second host connects to the broker
             two, shares = [], Counter()
             for n in range(repetitions):
-                evaluation = _submit_oracle(version, f"two-{n}")
-                two.append(_wait_done([evaluation]))
+                evaluation = submit_oracle(version, f"two-{n}")
+                two.append(wait_done([evaluation]))
                 shares = _hosts(evaluation)
         finally:
             second.kill()

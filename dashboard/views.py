@@ -9,12 +9,10 @@ from django.db.models import Sum
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
+from django_htmx.http import HTMX_STOP_POLLING
 
 from dashboard import selectors
 from packs import access as pack_access
-
-# htmx stops polling on this status (the swap still happens).
-HTMX_STOP_POLLING = 286
 
 
 @require_GET

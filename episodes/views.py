@@ -21,7 +21,7 @@ from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from episodes import selectors
 from episodes.forms import EpisodeRunForm
@@ -42,8 +42,6 @@ from runs.models import AuditAction, Run, RunSource, TaskResult
 from runs.services import RunMetadata, draft_refusal
 
 EPISODES_PER_PAGE = 50
-# htmx stops polling an element whose answer has this status (and still swaps it in).
-HTMX_STOP_POLLING = 286
 
 
 # --- opening a run -------------------------------------------------------------------------

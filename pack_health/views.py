@@ -19,6 +19,7 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
 from django.views.decorators.vary import vary_on_headers
+from django_htmx.http import HTMX_STOP_POLLING
 
 from pack_health import selectors, services
 from pack_health.models import HealthReport, ReportStatus, Severity
@@ -30,8 +31,6 @@ from runs.models import AuditAction
 from verifiers.health import CHECKS
 
 FINDINGS_PER_PAGE = 50
-# htmx stops polling on this status (as on the run page); the fragment is still swapped in.
-HTMX_STOP_POLLING = 286
 
 
 def _version(request: HttpRequest, pack_id: str, version: int) -> ContractVersion:

@@ -18,7 +18,7 @@ from django.utils.functional import cached_property
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
-from django_htmx.http import HttpResponseClientRedirect
+from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from packs import access as pack_access
 from packs import selectors as pack_selectors
@@ -49,9 +49,6 @@ RESULTS_PER_PAGE = 50
 TASKS_PER_PAGE = 50
 VERDICTS_PER_PAGE = 50
 LEADERBOARD_ROWS_PER_PAGE = 100
-# htmx stops polling when the answer has this status (a documented htmx convention); htmx 2
-# still swaps the answer's content, so the last fragment can load the finished evaluation.
-HTMX_STOP_POLLING = 286
 # The id of the run page's evaluation section: an htmx request aimed at it (HX-Target) gets
 # that whole section (score, chart, results), any other htmx request only the results table.
 EVALUATION_VIEW = "evaluation-view"

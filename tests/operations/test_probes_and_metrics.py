@@ -4,6 +4,10 @@ parser."""
 
 from __future__ import annotations
 
+import json
+import socket
+import subprocess
+import sys
 from datetime import timedelta
 
 import pytest
@@ -11,6 +15,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from bench.common import REPO_ROOT, django_env
 from runs.models import CandidateOrigin, TaskResult
 from securebench_site.celery import app
 from tests.operations.support import TASKS, quiz, scored, submit, submitted_ago
@@ -105,3 +110,41 @@ def test_metrics_count_waiting_work_results_and_verification_times(broker, make_
     }
     assert durations["securebench_verification_seconds_count"] == 2 * TASKS
     assert families["securebench_workers_alive"].samples[0].value == 0
+
+
+def test_ready_says_not_ready_naming_only_the_database_when_it_does_not_answer(tmp_path):
+    """A site whose PostgreSQL server is gone (nothing listens on its port): a request through
+    the whole middleware stack in a process of its own gets 503 naming the database, with no
+    address or reason in the answer; the reason goes to the log."""
+    env = django_env(tmp_path) | {
+        "DEBUG": "0",
+        "SECRET_KEY": "readiness-test-key-not-for-production-8c1f27d9e6a54b03",
+        "ALLOWED_HOSTS": "testserver",
+        "DATABASE_URL": f"postgres://securebench@127.0.0.1:{closed_port()}/gone",
+    }
+    code = (
+        "from django.test import Client; r = Client().get('/health/ready'); "
+        "print(r.status_code); print(r.content.decode())"
+    )
+    finished = subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", code],
+        cwd=REPO_ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+    assert finished.returncode == 0, finished.stderr[-3000:]
+    status, body = finished.stdout.strip().splitlines()[-2:]
+    assert status == "503"
+    assert json.loads(body) == {"status": "not ready", "failing": ["database"]}
+    assert "readiness: the database does not answer" in finished.stderr
+
+
+def closed_port() -> int:
+    """A local port nothing listens on: bound, then released."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return probe.getsockname()[1]

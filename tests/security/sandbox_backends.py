@@ -54,12 +54,27 @@ def unavailable(name: str, exc: Exception) -> NoReturn:
     require(name, f"{name} sandbox unavailable: {exc}")
 
 
-def backend_for(name: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    """The backend ``name`` for one test, then the cleanliness check (use with yield from)."""
+def backend_for(
+    name: str, monkeypatch: pytest.MonkeyPatch, *, module: str | None = None
+) -> Iterator[Sandbox]:
+    """The backend ``name`` for one test, then the cleanliness check (use with yield from).
+    With ``module``, Docker sandboxes carry that test module's label (module_run_id)."""
     if name == "bwrap":
         yield from bwrap_sandbox()
     else:
-        yield from docker_sandbox(monkeypatch)
+        run_id = None if module is None else module_run_id(module)
+        yield from docker_sandbox(monkeypatch, run_id=run_id)
+
+
+_module_run_ids: dict[str, str] = {}
+
+
+def module_run_id(module: str) -> str:
+    """One label value per test module and process. A container configuration's labels are
+    part of it, so the tests of one module share the process's container pool, as a
+    worker's verifications do (a label per test would leave every pooled container unused
+    at the test's end)."""
+    return _module_run_ids.setdefault(module, f"sandbox-escapes-{uuid.uuid4().hex}")
 
 
 def bwrap_sandbox() -> Iterator[Sandbox]:
@@ -112,20 +127,43 @@ def local_docker_client(monkeypatch: pytest.MonkeyPatch) -> Any:
     return client
 
 
-def docker_sandbox(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
+def docker_sandbox(
+    monkeypatch: pytest.MonkeyPatch, *, run_id: str | None = None
+) -> Iterator[Sandbox]:
+    """A Docker backend labelled ``run_id`` (default: a label of the test's own), then the
+    check that every container it handed out is gone. With a label shared by other tests,
+    the pool's idle containers (never handed out) stay for the next test."""
     from verifiers.sandbox.docker import DockerSandbox  # noqa: PLC0415 - optional SDK
 
     client = local_docker_client(monkeypatch)
-    run_id = f"sandbox-escapes-{uuid.uuid4().hex}"
+    own_label = run_id is None
+    run_id = run_id or f"sandbox-escapes-{uuid.uuid4().hex}"
     yield DockerSandbox(client, labels={TEST_LABEL: run_id})
-    settle_containers()
-    left = client.containers.list(
-        all=True, filters={"label": f"{TEST_LABEL}={run_id}"}, ignore_removed=True
-    )
+    left = containers_left(client, run_id, keep_idle=not own_label)
     for container in left:  # leave the machine clean even when failing
         with contextlib.suppress(Exception):
             container.remove(force=True)
     assert not left, f"containers of this test were left behind: {[c.name for c in left]}"
+
+
+def containers_left(client: Any, run_id: str, *, keep_idle: bool) -> list[Any]:
+    """Containers labelled ``run_id`` once background removals are done: with ``keep_idle``,
+    all but the pool's idle ones (looked at with the pool's filler held still); otherwise
+    the idle ones are removed first and every container counts."""
+    from verifiers.sandbox.docker_pool import process_pool, wait_for_removals  # noqa: PLC0415
+
+    pool = process_pool() if keep_idle else None
+    if pool is None:
+        settle_containers()
+        return client.containers.list(
+            all=True, filters={"label": f"{TEST_LABEL}={run_id}"}, ignore_removed=True
+        )
+    wait_for_removals()
+    with pool.paused() as idle:
+        labelled = client.containers.list(
+            all=True, filters={"label": f"{TEST_LABEL}={run_id}"}, ignore_removed=True
+        )
+        return [container for container in labelled if container.id not in idle]
 
 
 def settle_containers() -> None:

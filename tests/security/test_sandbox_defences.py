@@ -34,7 +34,7 @@ GVISOR_CEILING = 50_000_000
 
 @pytest.fixture
 def docker(monkeypatch: pytest.MonkeyPatch) -> Iterator[Sandbox]:
-    yield from backend_for("docker", monkeypatch)
+    yield from backend_for("docker", monkeypatch, module=__name__)
 
 
 def python(code: str, *args: str) -> list[str]:

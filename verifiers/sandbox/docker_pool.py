@@ -34,6 +34,7 @@ import os
 import threading
 import time
 from collections import deque
+from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -284,6 +285,14 @@ class ContainerPool:
     def idle_ids(self) -> list[str]:
         with self._lock:
             return [entry.id for queue in self._idle.values() for entry in queue]
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[set[str]]:
+        """Hold the filler still, no container half made, while the caller looks at the
+        engine (tests that count containers); yields the ids of the idle ones."""
+        with self._lock:
+            self._lock.wait_for(lambda: not self._making, timeout=60)
+            yield {entry.id for queue in self._idle.values() for entry in queue}
 
     def drain(self) -> None:
         """Remove every idle container (process exit; tests that count containers), the one
