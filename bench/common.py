@@ -38,6 +38,9 @@ class Figure:
     target: str = ""  # e.g. "<= 10 s"; empty when only reported
     met: bool | None = None  # None when only reported
     note: str = ""
+    # A difference of two measurements (an overhead over an anchor): on a loaded machine,
+    # small samples can put it below zero. Every other figure is a count, a time or a ratio.
+    signed: bool = False
 
 
 def median(values: Sequence[float]) -> float:

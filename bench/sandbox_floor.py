@@ -43,7 +43,13 @@ def _figures(name: str, runs: list[float], bare: float) -> list[Figure]:
     return [
         Figure(WORKLOAD, f"{name}: python3 -c pass, median", value * 1000, "ms"),
         Figure(WORKLOAD, f"{name}: python3 -c pass, p95", p95(runs) * 1000, "ms"),
-        Figure(WORKLOAD, f"{name}: overhead over the bare spawn", (value - bare) * 1000, "ms"),
+        Figure(
+            WORKLOAD,
+            f"{name}: overhead over the bare spawn",
+            (value - bare) * 1000,
+            "ms",
+            signed=True,
+        ),
         Figure(WORKLOAD, f"{name} / bare spawn", value / bare, "x"),
     ]
 

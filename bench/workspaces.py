@@ -144,6 +144,7 @@ def bash_figures(site: Site, backend: str, *, smoke: bool) -> list[Figure]:
             p50 - median(anchor),
             "ms",
             note="the site's share: stock client, HTTP, step rows, the actions queue, a worker",
+            signed=True,
         ),
     ]
 
