@@ -115,12 +115,15 @@ def django_setup(data_dir: Path | None = None) -> None:
         call_command("migrate", verbosity=0, interactive=False)
 
 
-def manage(data_dir: Path, *args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
-    """``manage.py ARGS`` in a subprocess against ``data_dir``."""
+def manage(
+    data_dir: Path, *args: str, check: bool = True, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``manage.py ARGS`` in a subprocess against ``data_dir``; ``env`` adds to (or overrides)
+    the newcomer's environment."""
     return subprocess.run(
         [sys.executable, "manage.py", *args],
         cwd=REPO_ROOT,
-        env=django_env(data_dir),
+        env=django_env(data_dir) | (env or {}),
         capture_output=True,
         text=True,
         check=check,

@@ -6,8 +6,6 @@ from __future__ import annotations
 
 import json
 import socket
-import subprocess
-import sys
 from datetime import timedelta
 
 import pytest
@@ -15,7 +13,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from bench.common import REPO_ROOT, django_env
+from bench.common import manage
 from runs.models import CandidateOrigin, TaskResult
 from securebench_site.celery import app
 from tests.operations.support import TASKS, quiz, scored, submit, submitted_ago
@@ -116,7 +114,7 @@ def test_ready_says_not_ready_naming_only_the_database_when_it_does_not_answer(t
     """A site whose PostgreSQL server is gone (nothing listens on its port): a request through
     the whole middleware stack in a process of its own gets 503 naming the database, with no
     address or reason in the answer; the reason goes to the log."""
-    env = django_env(tmp_path) | {
+    env = {
         "DEBUG": "0",
         "SECRET_KEY": "readiness-test-key-not-for-production-8c1f27d9e6a54b03",
         "ALLOWED_HOSTS": "testserver",
@@ -126,15 +124,7 @@ def test_ready_says_not_ready_naming_only_the_database_when_it_does_not_answer(t
         "from django.test import Client; r = Client().get('/health/ready'); "
         "print(r.status_code); print(r.content.decode())"
     )
-    finished = subprocess.run(
-        [sys.executable, "manage.py", "shell", "-c", code],
-        cwd=REPO_ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    finished = manage(tmp_path, "shell", "-c", code, check=False, env=env)
 
     assert finished.returncode == 0, finished.stderr[-3000:]
     status, body = finished.stdout.strip().splitlines()[-2:]
