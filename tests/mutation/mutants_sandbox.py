@@ -15,6 +15,7 @@ CAPTURE = "verifiers/sandbox/capture.py"
 DOCKER = "verifiers/sandbox/docker.py"
 DOCKER_EXEC = "verifiers/sandbox/docker_exec.py"
 DOCKER_POOL = "verifiers/sandbox/docker_pool.py"  # how containers are created
+DOCKER_COLLECT = "verifiers/sandbox/docker_collect.py"
 ESCAPES = "tests/security/test_sandbox_escapes.py"
 MOUNTS = "tests/security/test_sandbox_mounts.py"
 LIFECYCLE = "tests/security/test_docker_lifecycle.py"
@@ -364,18 +365,18 @@ SANDBOX_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="docker-collect-regular-only",
-        module=DOCKER,
+        module=DOCKER_COLLECT,
         defence="Docker's collection accepts regular tar members only",
-        find="                    if not member.isreg():\n",
-        replace="                    if False:\n",
+        find="                if not member.isreg():\n",
+        replace="                if False:\n",
         tests=COLLECT_DOCKER,
     ),
     Mutant(
         id="docker-collect-linked-paths",
-        module=DOCKER,
+        module=DOCKER_COLLECT,
         defence="Docker's collection refuses a path with a symlink anywhere along it",
-        find="        refused += [p for p in paths if p in linked]\n",
-        replace="        linked = set()\n",
+        find="    refused += [p for p in paths if p in linked]\n",
+        replace="    linked = set()\n",
         tests=COLLECT_DOCKER,
     ),
     # --- teardown -----------------------------------------------------------------------------

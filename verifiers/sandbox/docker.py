@@ -61,7 +61,6 @@ import io
 import os
 import secrets
 import select
-import tarfile
 import tempfile
 import threading
 import time
@@ -83,6 +82,7 @@ from verifiers.sandbox.capture import (
     OutputCapture,
     looks_like_alloc_failure,
 )
+from verifiers.sandbox.docker_collect import collect_files
 from verifiers.sandbox.docker_engine import (
     DEFAULT_LOCAL_IMAGE,
     LABEL,
@@ -94,8 +94,6 @@ from verifiers.sandbox.docker_engine import (
 from verifiers.sandbox.docker_exec import (
     COPY_IN_EXIT,
     COPY_IN_THEN_RUN,
-    KILL_ALL,
-    LINKED_PATHS,
     SANDBOX_UID,
     DockerExec,
     SocketWriter,
@@ -104,7 +102,6 @@ from verifiers.sandbox.docker_exec import (
     read_counter,
     read_counter_value,
     read_oom_kills,
-    safe_relpath,
     work_tar,
 )
 from verifiers.sandbox.docker_pool import (
@@ -656,57 +653,14 @@ class DockerProcess(SandboxProcess):
             time.sleep(0.05)
 
     def _collect(self) -> tuple[dict[str, bytes], list[str]]:
-        """Kill what is left of the run, then tar the paths out and accept regular files."""
-        code, _, _ = self._run_exec(["sh", "-c", KILL_ALL])
-        if code != 0:
-            self._notes.append("collection skipped: the run's processes could not be stopped")
-            return {}, []
-        refused = [p for p in self.spec.collect if not safe_relpath(p)]
-        paths = [p for p in self.spec.collect if safe_relpath(p)]
-        # tar follows a symlinked folder on the way to a path; refuse any path with a link
-        # in it (every process of the run is dead, so nothing can swap one in afterwards).
-        _, out, _ = self._run_exec(
-            ["sh", "-c", LINKED_PATHS, "sh", *paths], workdir=self.spec.workdir
-        )
-        linked = set(out.decode("utf-8", "replace").splitlines())
-        refused += [p for p in paths if p in linked]
-        paths = [p for p in paths if p not in linked]
-        if not paths:
-            return {}, refused
-        ex = self._exec(
-            ["tar", "-c", "-f", "-", "--no-recursion", "--ignore-failed-read", "--", *paths],
+        return collect_files(
+            self._run_exec,
+            self._exec,
+            wanted=tuple(self.spec.collect),
             workdir=self.spec.workdir,
+            limits=self.limits,
+            notes=self._notes,
         )
-        ex.close_stdin()
-        spool: tempfile.SpooledTemporaryFile[bytes] = tempfile.SpooledTemporaryFile(16 << 20)  # noqa: SIM115
-        budget = [len(paths) * (self.limits.file_size_bytes + 8192) + 65536]
-
-        def keep(data: bytes) -> None:
-            if budget[0] > 0:
-                spool.write(data[: budget[0]])
-                budget[0] -= len(data)
-
-        ex.pump(keep, lambda _data: None)
-        ex.close()
-        spool.seek(0)
-        collected: dict[str, bytes] = {}
-        wanted = set(paths)
-        try:
-            with tarfile.open(fileobj=spool, mode="r:") as tar:
-                for member in tar:
-                    name = member.name.removeprefix("./")
-                    if name not in wanted or name in collected or name in refused:
-                        continue
-                    if not member.isreg():
-                        refused.append(name)
-                        continue
-                    fh = tar.extractfile(member)
-                    collected[name] = fh.read(self.limits.output_bytes) if fh else b""
-        except tarfile.TarError as exc:
-            self._notes.append(f"collection incomplete: {exc}")
-        finally:
-            spool.close()
-        return collected, refused
 
     def _remove(self, *, in_background: bool = False) -> None:
         """Remove the container (kill and wait included) once, from whichever thread first.
