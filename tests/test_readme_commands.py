@@ -1,12 +1,12 @@
-"""The README's `manage.py` command lines work as printed in a fresh clone once `make run` has
-set the site up, from a shell that exports neither DEBUG nor SECRET_KEY; and the key generated
-for that never passes for production: with DATABASE_URL set the site refuses to start without
-SECRET_KEY, and `check --deploy` flags the generated key (securebench.W002).
+"""The `manage.py` command lines of the README and its guides (docs/) work as printed in a
+fresh clone once `make run` has set the site up, from a shell that exports neither DEBUG nor
+SECRET_KEY; and the key generated for that never passes for production: with DATABASE_URL set
+the site refuses to start without SECRET_KEY, and `check --deploy` flags the generated key
+(securebench.W002).
 
 Every test here starts its own processes on a data folder of its own (embedded defaults), so
 it runs once, in the embedded pass (conftest marks it database_independent).
 """
-
 from __future__ import annotations
 
 import json
@@ -26,6 +26,8 @@ from bench.site import ADMIN_USERNAME, Site
 from tests.conftest import REPO_ROOT
 
 README = REPO_ROOT / "README.md"
+# The README and the guides it links to: what a newcomer reads and runs.
+DOCUMENTS = (README, *sorted((REPO_ROOT / "docs").glob("*.md")))
 PREFIX = ".venv/bin/python manage.py"
 # Commands that serve until stopped or ask a person something: listed here with the reason
 # instead of being run (none is printed today; a README that adds one gets it reported).
@@ -206,7 +208,8 @@ class ReadmeCommand:
 
 def readme_commands() -> list[ReadmeCommand]:
     commands: list[ReadmeCommand] = []
-    for line in readme_command_lines(README.read_text()):
+    lines = [line for doc in DOCUMENTS for line in readme_command_lines(doc.read_text())]
+    for line in lines:
         for words in variants(line):
             command = ReadmeCommand(printed=line, words=tuple(words))
             if command not in commands:
@@ -330,8 +333,11 @@ def test_the_readme_prints_the_commands_issue_11_names_with_the_venv_python():
 
     assert {command.subcommand for command in commands} >= EXPECTED_SUBCOMMANDS
     # A bare `python manage.py` is whatever python is on the PATH, usually without Django.
-    bare = re.findall(r"(?<![/\w])python3? manage\.py", README.read_text())
-    assert bare == [], "the README prints `python manage.py`; print `.venv/bin/python manage.py`"
+    for doc in DOCUMENTS:
+        bare = re.findall(r"(?<![/\w])python3? manage\.py", doc.read_text())
+        assert bare == [], (
+            f"{doc.name} prints `python manage.py`; print `.venv/bin/python manage.py`"
+        )
 
 
 @pytest.mark.parametrize("command", [_param(command) for command in readme_commands()])
