@@ -7,6 +7,7 @@ the site refuses to start without SECRET_KEY, and `check --deploy` flags the gen
 Every test here starts its own processes on a data folder of its own (embedded defaults), so
 it runs once, in the embedded pass (conftest marks it database_independent).
 """
+
 from __future__ import annotations
 
 import json
