@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from operations.models import CanaryCheck, CanaryVerdict
 from packs.models import ContractVersion, VersionState
-from packs.services import pack_import_folder
+from packs.services import pack_face_refresh, pack_import_folder
 from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunSource, TaskResult
 from runs.services import RunMetadata, evaluation_create, run_submit_reference
 
@@ -42,6 +42,7 @@ def canary_version() -> ContractVersion:
         ContractVersion.objects.filter(pk=version.pk).update(
             state=VersionState.PUBLISHED, published_at=timezone.now()
         )
+        pack_face_refresh(version.pack)
     return version
 
 

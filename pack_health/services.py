@@ -42,6 +42,7 @@ from pack_health.models import (
 from packs.blobs import blob_cache
 from packs.models import ContractVersion, Pack, PublishPolicy, Task, VersionState
 from packs.selectors import evaluator_lanes_for_tasks
+from packs.services import pack_face_refresh
 from runs.models import (
     AuditAction,
     AuditEvent,
@@ -388,9 +389,11 @@ def _auto_publish(report: HealthReport) -> None:
     version = report.contract_version
     if version.pack.publish_policy != PublishPolicy.AUTO or not selectors.is_clean(report):
         return
-    ContractVersion.objects.filter(pk=version.pk, state=VersionState.DRAFT).update(
+    published = ContractVersion.objects.filter(pk=version.pk, state=VersionState.DRAFT).update(
         state=VersionState.PUBLISHED, published_at=timezone.now(), published_by=None
     )
+    if published:
+        pack_face_refresh(version.pack)
 
 
 # --- sweep ----------------------------------------------------------------------------------------
@@ -467,6 +470,7 @@ def version_publish(
         locked.published_by = user
         locked.publish_reason = reason if why else ""
         locked.save(update_fields=["state", "published_at", "published_by", "publish_reason"])
+        pack_face_refresh(locked.pack)
         if why:
             _audit_override(locked, user, reason, why, ip_address)
     return locked

@@ -188,9 +188,22 @@ def pack_import_parts(
             extract_archive(
                 files_archive, root, limits=archive_limits(), display_name="files archive"
             )
+            _refuse_pack_files_in(root, display_name="files archive")
         shutil.copyfile(manifest, root / "manifest.yaml")
         shutil.copyfile(tasks, root / "tasks.jsonl")
         return pack_import_folder(folder=root, source_name=source_name, uploaded_by=uploaded_by)
+
+
+def _refuse_pack_files_in(root: Path, *, display_name: str) -> None:
+    """The files archive holds the asset roots only: the manifest and the tasks file come
+    as parts of their own, and a member (file or folder) in their place would be taken for
+    them or stand in their way."""
+    for name in ("manifest.yaml", "tasks.jsonl"):
+        if (root / name).exists() or (root / name).is_symlink():
+            raise ArchiveError(
+                f"{display_name}: member '{name}' is not allowed here; the files archive holds "
+                f"the asset folders only (upload {name} as its own part)"
+            )
 
 
 def pack_import_folder(
@@ -202,10 +215,12 @@ def pack_import_folder(
         # held in memory, and the database is only written (and SQLite's write lock only
         # taken) once the whole pack is known to be good.
         summary = _compile_to_spool(compilation, spool)
+        # Maintainers first: to anyone else every version of the pack answers alike, so an
+        # upload cannot tell them that a draft they may not see exists.
+        _check_maintainer(compilation.manifest.id, uploaded_by)
         existing = _existing_version(compilation.manifest, summary.digest)
         if existing is not None:
             return ImportOutcome(existing, created=False)
-        _check_maintainer(compilation.manifest.id, uploaded_by)
         written = _store_blobs(compilation.files.values())
         try:
             contract_version = _store_rows(
@@ -403,13 +418,29 @@ def _store_rows(
     inserter = _TaskInserter(contract_version.pk, file_pks)
     for batch in spool.batches():
         inserter.insert(batch)
-    if manifest.version >= pack.latest_version:
-        pack.latest_version = manifest.version
-        pack.title = manifest.title or pack.title
-        pack.description = manifest.description or pack.description
-        pack.save(update_fields=["latest_version", "title", "description"])
+    pack_face_refresh(pack)
     hooks.version_created(contract_version, uploaded_by)
     return contract_version
+
+
+def pack_face_refresh(pack: Pack) -> None:
+    """Set what lists, search and the API show of a pack (title, description, latest
+    version) from its newest **published** versions: a draft's wording is seen only on the
+    draft's own page, by those who may see it (a viewer must not learn of an unreleased
+    version from the pack list). A pack with nothing published yet follows its drafts; only
+    its maintainers and reviewers see it. Called when a version is stored or published."""
+    versions = list(pack.versions.order_by("-version").values("version", "state", "manifest"))
+    published = [v for v in versions if v["state"] == VersionState.PUBLISHED]
+    shown = published or versions
+    pack.latest_version = shown[0]["version"] if shown else 0
+    # A version without a title keeps the one an older version gave (as before the gate).
+    pack.title = _first_wording(shown, "title")
+    pack.description = _first_wording(shown, "description")
+    pack.save(update_fields=["latest_version", "title", "description"])
+
+
+def _first_wording(versions: list[dict[str, Any]], key: str) -> str:
+    return next((str(v["manifest"][key]) for v in versions if v["manifest"].get(key)), "")
 
 
 def _initial_state() -> dict[str, Any]:

@@ -112,7 +112,8 @@ def test_api_form_errors_are_field_level(api, harness_token):
 
 
 def test_api_version_conflict_answers_409(api, harness_token, make_pack):
-    pack_import_folder(folder=make_pack({"id": "api-pack", "version": 1}))
+    harness = Token.objects.get(key=harness_token).user
+    pack_import_folder(folder=make_pack({"id": "api-pack", "version": 1}), uploaded_by=harness)
     changed = make_pack({"id": "api-pack", "version": 1}, [mc_row("q1", "A")])
     api.credentials(HTTP_AUTHORIZATION=f"Token {harness_token}")
 

@@ -2,6 +2,7 @@ from __future__ import annotations
 
 import io
 import tarfile
+import zipfile
 
 import pytest
 from django.contrib.auth.models import Permission, User
@@ -82,6 +83,33 @@ def test_uploading_the_files_one_by_one_works_too(client, uploader, make_pack):
     assert ContractVersion.objects.get(pack__pack_id="parts").task_count == 2
 
 
+@pytest.mark.parametrize("member", ["manifest.yaml/x", "tasks.jsonl/x", "manifest.yaml"])
+def test_a_files_archive_holding_a_pack_file_is_refused_and_stores_nothing(
+    client, uploader, make_pack, member
+):
+    folder = make_pack({"id": "parts", "version": 1}, [mc_row("q1")])
+    buffer = io.BytesIO()
+    with zipfile.ZipFile(buffer, "w") as files:
+        files.writestr(member, "id: other\nversion: 9\n")
+
+    response = client.post(
+        reverse("pack-upload"),
+        {
+            "manifest": SimpleUploadedFile(
+                "manifest.yaml", (folder / "manifest.yaml").read_bytes()
+            ),
+            "tasks": SimpleUploadedFile("tasks.jsonl", (folder / "tasks.jsonl").read_bytes()),
+            "files": SimpleUploadedFile("files.zip", buffer.getvalue()),
+        },
+    )
+
+    body = response.content.decode()
+    assert response.status_code == 400, body[:2000]
+    name = member.split("/")[0]
+    assert f"files archive: member &#x27;{name}&#x27; is not allowed here" in body
+    assert not Pack.objects.exists()
+
+
 def test_a_row_error_names_file_line_and_field_and_stores_nothing(client, uploader, make_pack):
     bad = {"id": "q2", "family": "multiple_choice", "input": {"question": "?", "choices": "ab"}}
     folder = make_pack({"id": "broken", "version": 1}, [mc_row("q1"), bad])
@@ -97,7 +125,9 @@ def test_a_row_error_names_file_line_and_field_and_stores_nothing(client, upload
 
 
 def test_the_form_keeps_the_error_when_the_version_conflicts(client, uploader, make_pack):
-    pack_import_folder(folder=make_pack({"id": "humaneval-mini", "version": 1}))
+    pack_import_folder(
+        folder=make_pack({"id": "humaneval-mini", "version": 1}), uploaded_by=uploader
+    )
     changed = make_pack({"id": "humaneval-mini", "version": 1}, [mc_row("q1", "C")])
 
     response = upload(client, zip_folder(changed))

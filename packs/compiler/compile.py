@@ -24,7 +24,7 @@ from packs.compiler.errors import Problem, ProblemLog
 from packs.compiler.limits import CompileLimits
 from packs.compiler.manifest import Manifest, load_manifest
 from packs.compiler.paths import PackFileEntry, ignored_files, walk_root
-from packs.compiler.rows import MAX_ID_CHARS, Row, check_row, read_rows
+from packs.compiler.rows import MAX_ID_CHARS, Row, check_row, look_alike_key, read_rows
 from packs.compiler.visibility import CompiledResource, PackTrees, build_resources
 from verifiers.families import get_family, is_known_family
 from verifiers.families.base import FieldProblem
@@ -189,16 +189,16 @@ def _compile_rows(
     digest: PackDigest,
 ) -> Iterator[CompiledTask]:
     position = 0
-    first_line: dict[str, int] = {}  # task id -> line it first appeared on
+    # look-alike key of a task id -> (the id, the line it first appeared on)
+    first_seen: dict[str, tuple[str, int]] = {}
     for line, data, row_json in read_rows(root / tasks_name, tasks_name, limits, log):
         digest.add_row(row_json)
         row, problems = check_row(line, data, manifest.default_family)
-        if row is not None and row.id in first_line:
-            problems.append(
-                ("id", f"duplicate task id '{row.id}': already used on line {first_line[row.id]}")
-            )
+        seen = first_seen.get(look_alike_key(row.id)) if row is not None else None
+        if row is not None and seen is not None:
+            problems.append(("id", _duplicate_id(row.id, *seen)))
         elif row is not None:
-            first_line[row.id] = line
+            first_seen[look_alike_key(row.id)] = (row.id, line)
             task, problems = _compile_row(row, position, manifest, trees)
             if task is not None:
                 position += 1
@@ -207,6 +207,15 @@ def _compile_rows(
             context = _context(data, manifest.default_family)
             for field, message in problems:
                 log.add(Problem(tasks_name, line, field, message + context))
+
+
+def _duplicate_id(task_id: str, first_id: str, first_line: int) -> str:
+    if task_id == first_id:
+        return f"duplicate task id '{task_id}': already used on line {first_line}"
+    return (
+        f"task id '{task_id}' looks the same as '{first_id}' on line {first_line} "
+        "(they differ only in compatibility forms such as full-width letters)"
+    )
 
 
 def _compile_row(

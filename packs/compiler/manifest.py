@@ -41,8 +41,14 @@ MANIFEST_KEYS = (
 )
 DEFAULT_ROOTS = {"public": "assets/", "eval": "hidden/"}
 # The id appears in URLs, so it is restricted to characters that never need escaping.
-ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-EVALUATION_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*@[1-9][0-9]*$")
+# \A and \Z, not ^ and $: `$` also matches before a final newline, and "pack\n" would pass
+# for a second pack looking exactly like "pack" in every list.
+ID_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
+EVALUATION_NAME = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]*@[1-9][0-9]*\Z")
+# The columns that hold them (packs.models): a value the database would refuse is the
+# author's error, named here with its file and line, not a server error at storing time.
+MAX_VERSION = 2_147_483_647
+MAX_TITLE_CHARS = 200
 # A canary shorter than this would turn up in public text by chance.
 MIN_CANARY_CHARS = 8
 MAX_CANARY_CHARS = 1000
@@ -212,7 +218,15 @@ def _check_version(data: dict[str, Any]) -> list[FieldProblem]:
     # bool is an int subclass and "1" is a string: both are refused, as upstream does.
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         return [("version", "must be an integer of at least 1 (not a string or boolean)")]
+    if value > MAX_VERSION:
+        return [("version", f"must be at most {MAX_VERSION}")]
     return []
+
+
+def _title(value: Any, path: str) -> list[FieldProblem]:
+    if isinstance(value, str) and len(value) > MAX_TITLE_CHARS:
+        return [(path, f"must be at most {MAX_TITLE_CHARS} characters")]
+    return non_empty_string(value, path)
 
 
 def _evaluation_names(value: Any, path: str) -> list[FieldProblem]:
@@ -248,7 +262,7 @@ _CONTRACT = strict_object(
 # Optional keys whose checks need nothing but the value; `id`, `version` and `asset_roots`
 # have their own functions.
 _PLAIN_FIELDS = {
-    "title": Field(non_empty_string),
+    "title": Field(_title),
     "description": Field(string),
     "defaults": Field(
         strict_object(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -21,8 +22,13 @@ from verifiers.families.base import FieldProblem
 
 ROW_KEYS = ("id", "family", "input", "assets", "eval", "environment", "metadata")
 MAX_ID_CHARS = 200
+MAX_FAMILY_CHARS = 64  # Task.family's column
 # C0 and C1 control characters: they would hide in URLs, logs and terminal output.
 CONTROL_CHARACTERS = re.compile("[\x00-\x1f\x7f-\x9f]")
+# Unicode categories an id may not hold: format characters (zero-width ones, bidi overrides
+# that print "1q" as "q1"), line and paragraph separators, surrogates, private-use and
+# unassigned code points. Each lets two ids that differ look the same on a page.
+INVISIBLE_CATEGORIES = frozenset({"Cf", "Zl", "Zp", "Cs", "Co", "Cn"})
 
 
 @dataclass(frozen=True)
@@ -199,6 +205,8 @@ def check_row(
         problems.append(("family", "is required when manifest defaults.family is not set"))
     elif not isinstance(family, str) or not family.strip():
         problems.append(("family", "must be a non-empty string"))
+    elif len(family) > MAX_FAMILY_CHARS:
+        problems.append(("family", f"must be at most {MAX_FAMILY_CHARS} characters"))
     for key in ("input", "eval", "environment", "metadata"):
         if key in data and not isinstance(data[key], dict):
             problems.append((key, "must be an object"))
@@ -229,4 +237,15 @@ def _check_id(data: dict[str, Any]) -> list[FieldProblem]:
         return [("id", f"must be at most {MAX_ID_CHARS} characters")]
     if CONTROL_CHARACTERS.search(value):
         return [("id", "may not contain control characters")]
+    hidden = next((c for c in value if unicodedata.category(c) in INVISIBLE_CATEGORIES), None)
+    if hidden is not None:
+        return [("id", f"may not contain invisible or format characters (U+{ord(hidden):04X})")]
+    if value != value.strip():
+        return [("id", "may not start or end with whitespace")]
     return []
+
+
+def look_alike_key(task_id: str) -> str:
+    """Ids equal under this key print alike (full-width letters, ligatures, compatibility
+    forms): a pack may not hold two of them."""
+    return unicodedata.normalize("NFKC", task_id)

@@ -195,6 +195,11 @@ ROW_ERRORS = [
     ({"id": "x" * 201}, "id", "must be at most 200 characters"),
     ({"id": "a\nb"}, "id", "may not contain control characters"),
     ({"id": "a\u0085b"}, "id", "may not contain control characters"),
+    # ids that would print like another: zero-width, bidi override, spaces at the ends
+    ({"id": "q1\u200b"}, "id", "may not contain invisible or format characters (U+200B)"),
+    ({"id": "\u202e1q"}, "id", "may not contain invisible or format characters (U+202E)"),
+    ({"id": "q1 "}, "id", "may not start or end with whitespace"),
+    ({"id": "a", "family": "f" * 65}, "family", "must be at most 64 characters"),
     ({"id": "a", "family": ""}, "family", "must be a non-empty string"),
     ({"id": "a", "family": ["x"]}, "family", "must be a non-empty string"),
     ({"id": "a", "input": "q"}, "input", "must be an object"),
@@ -285,3 +290,12 @@ def test_an_escaped_backslash_u0000_in_text_is_just_text(tmp_path):
     pack = compile_pack(write_pack(tmp_path, json.dumps(row) + "\n"))
 
     assert pack.tasks[0].agent_payload()["question"] == "print('\\u0000')"
+
+
+def test_an_id_that_prints_like_an_earlier_one_is_refused(tmp_path):
+    full_width = good("\uff41")  # "ａ", FULLWIDTH LATIN SMALL LETTER A
+
+    problem = only_problem(write_pack(tmp_path, f"{good('a')}\n{full_width}\n"))
+
+    assert (problem.line, problem.field) == (2, "id")
+    assert problem.message.startswith("task id '\uff41' looks the same as 'a' on line 1")
