@@ -53,7 +53,12 @@ def _too_large(limit: int) -> dict[str, Any]:
 
 
 def _json(body: dict[str, Any]) -> JsonResponse:
-    return JsonResponse(body, status=200, json_dumps_params={"ensure_ascii": False})
+    try:
+        return JsonResponse(body, status=200, json_dumps_params={"ensure_ascii": False})
+    except UnicodeEncodeError:
+        # Text that is not UTF-8 (an unpaired surrogate) can still be sent escaped: an
+        # answer is always JSON, never the server's error page.
+        return JsonResponse(body, status=200)
 
 
 @csrf_exempt

@@ -44,6 +44,14 @@ def parse(raw: bytes) -> RpcRequest:
         body = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise wire.RpcError(wire.PARSE_ERROR, "Parse error: the body is not JSON") from exc
+    if not _is_text(body):
+        # JSON lets "\ud800" through; no database, log or answer can hold it (nor is the
+        # request id safe to echo), so the whole body is refused before anything is read.
+        raise wire.RpcError(
+            wire.PARSE_ERROR,
+            "Parse error: the body holds an unpaired surrogate escape (such as \\ud800), "
+            "which is not text",
+        )
     if not isinstance(body, dict):
         raise wire.RpcError(wire.INVALID_REQUEST, "Invalid Request: send one JSON-RPC object")
     request_id = body.get("id")
@@ -61,6 +69,15 @@ def parse(raw: bytes) -> RpcRequest:
             request_id,
         )
     return RpcRequest(request_id=request_id, method=method, params=params)
+
+
+def _is_text(body: Any) -> bool:
+    """Every string of the parsed body is encodable text (no unpaired UTF-16 surrogate)."""
+    try:
+        json.dumps(body, ensure_ascii=False).encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
 
 
 def _with_id(exc: wire.RpcError, request_id: Any) -> wire.RpcError:

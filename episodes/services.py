@@ -4,8 +4,10 @@ its URL, shut it down, and let the reaper expire what clients left behind."""
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from functools import partial
 from typing import Any
 
 from django.conf import settings
@@ -249,23 +251,32 @@ def _attempt_budget(episode_run: EpisodeRun) -> int:
     return attempts if isinstance(attempts, int) and attempts >= 1 else 1
 
 
-def episode_run_shutdown(episode_run_id: int, *, reason: str = "") -> None:
+def episode_run_shutdown(episode_run_id: int, *, reason: str = "") -> bool:
     """Close the run: open episodes are scored as they stand (abandoned), tasks never
-    attempted fail with missing_candidate, and the evaluation finishes."""
+    attempted fail with missing_candidate, and the evaluation finishes. False when it was
+    closed already."""
     with transaction.atomic():
         locked = EpisodeRun.objects.select_for_update().get(pk=episode_run_id)
         if locked.closed_at is not None:
-            return
+            return False
         locked.closed_at = timezone.now()
         locked.save(update_fields=["closed_at"])
     for episode in Episode.objects.filter(episode_run_id=episode_run_id, status=EpisodeStatus.OPEN):
-        lifecycle.episode_finish(
-            episode, ending=EpisodeStatus.ABANDONED, note=reason or "open when the run closed"
+        _each(
+            "abandon an episode of a closing run",
+            episode.pk,
+            partial(
+                lifecycle.episode_finish,
+                episode,
+                ending=EpisodeStatus.ABANDONED,
+                note=reason or "open when the run closed",
+            ),
         )
     Episode.objects.filter(episode_run_id=episode_run_id, closed_at__isnull=True).update(
         closed_at=timezone.now()
     )
     episode_run_close_if_collected(episode_run_id)
+    return True
 
 
 def episode_run_close_if_collected(episode_run_id: int) -> bool:
@@ -308,27 +319,39 @@ def episodes_reap(*, now: datetime | None = None) -> EpisodeReapReport:
         heartbeat_at__gte=now - timedelta(seconds=STALE_HEARTBEAT_SECONDS),
     )
     idle = idle.exclude(pk__in=beating.values("episode_id"))
-    abandoned = 0
-    for episode in idle:
-        minutes = settings.SECUREBENCH_EPISODE_IDLE_MINUTES
-        if lifecycle.episode_finish(
-            episode, ending=EpisodeStatus.ABANDONED, note=f"idle for {minutes} minutes"
-        ):
-            abandoned += 1
+    note = f"idle for {settings.SECUREBENCH_EPISODE_IDLE_MINUTES} minutes"
+    abandoned = sum(
+        1
+        for episode in idle
+        if _each(
+            "abandon an idle episode",
+            episode.pk,
+            partial(lifecycle.episode_finish, episode, ending=EpisodeStatus.ABANDONED, note=note),
+        )
+    )
     synced = sum(
         1
         for episode in Episode.objects.filter(status=EpisodeStatus.SCORING)
-        if lifecycle.episode_sync_verdict(episode).status != EpisodeStatus.SCORING
+        if _each("copy a verdict to its episode", episode.pk, partial(_verdict_landed, episode))
     )
     expired = EpisodeRun.objects.filter(closed_at__isnull=True, expires_at__lt=now)
-    runs_closed = 0
-    for episode_run_id in expired.values_list("pk", flat=True):
-        episode_run_shutdown(episode_run_id, reason="the run's URL expired")
-        runs_closed += 1
+    runs_closed = sum(
+        1
+        for episode_run_id in expired.values_list("pk", flat=True)
+        if _each(
+            "close an expired run",
+            episode_run_id,
+            partial(episode_run_shutdown, episode_run_id, reason="the run's URL expired"),
+        )
+    )
     # Shut down while a workspace was being collected, and that collection's own close lost.
     waiting = EpisodeRun.objects.filter(closed_at__isnull=False, run__submitted_at__isnull=True)
     for episode_run_id in waiting.values_list("pk", flat=True):
-        episode_run_close_if_collected(episode_run_id)
+        _each(
+            "close a collected run",
+            episode_run_id,
+            partial(episode_run_close_if_collected, episode_run_id),
+        )
     if abandoned or runs_closed:
         logger.info(
             "episode reaper: %d idle episodes abandoned, %d runs closed on expiry",
@@ -336,3 +359,18 @@ def episodes_reap(*, now: datetime | None = None) -> EpisodeReapReport:
             runs_closed,
         )
     return EpisodeReapReport(abandoned=abandoned, synced=synced, runs_closed=runs_closed)
+
+
+def _verdict_landed(episode: Episode) -> bool:
+    return lifecycle.episode_sync_verdict(episode).status != EpisodeStatus.SCORING
+
+
+def _each(what: str, pk: int, work: Callable[[], Any]) -> bool:
+    """One unit of a sweep: a row that cannot be handled (a bug of ours, a database that
+    refuses its data) is logged and left for the next sweep, and never holds back the
+    other runs' episodes behind it."""
+    try:
+        return bool(work())
+    except Exception:  # noqa: BLE001 - logged with its traceback; the sweep goes on
+        logger.exception("episode reaper: could not %s (id %s); left for the next sweep", what, pk)
+        return False

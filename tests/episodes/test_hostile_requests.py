@@ -1,0 +1,118 @@
+"""Requests no honest client sends, in-process (Django's test client, the real endpoints and
+database): each is answered with JSON-RPC, never the server's error page, and none leaves an
+episode that the site can no longer finish or a sweep that stops for everyone."""
+
+from __future__ import annotations
+
+import logging
+from datetime import timedelta
+from typing import Any
+
+import pytest
+from django.test import Client, override_settings
+from django.utils import timezone
+
+from episodes import lifecycle
+from episodes.models import Episode, EpisodeStatus
+from episodes.services import episodes_reap
+from packs.models import ContractVersion
+from packs.services import pack_import_folder
+from tests.conftest import EXAMPLES
+from tests.episodes.test_lifecycle import call, error_code, open_run, result, spawn
+
+pytestmark = [pytest.mark.django_db]
+
+PARSE_ERROR = -32700
+
+
+@pytest.fixture(autouse=True)
+def no_verdict_wait():
+    with override_settings(SECUREBENCH_EPISODE_VERDICT_WAIT_SECONDS=0):
+        yield
+
+
+@pytest.fixture
+def mc_version() -> ContractVersion:
+    return pack_import_folder(folder=EXAMPLES / "arithmetic-mc").contract_version
+
+
+def post_text(url: str, body: str) -> dict[str, Any]:
+    """POST a body exactly as written (json.dumps would refuse what an attacker sends)."""
+    response = Client(raise_request_exception=False).post(
+        url, body, content_type="application/json"
+    )
+    assert response.status_code == 200, response.content[:500]
+    assert response["Content-Type"].startswith("application/json")
+    return response.json()
+
+
+def first_task(version: ContractVersion) -> str:
+    return version.tasks.order_by("position").first().task_id
+
+
+# --- text that is not text ------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("where", ["benchmark", "nowhere"])
+def test_an_unpaired_surrogate_in_the_request_id_is_a_parse_error(mc_version, where):
+    _, url = open_run(mc_version)
+    target = url if where == "benchmark" else "/cube/runs/x"
+
+    answer = post_text(target, '{"jsonrpc": "2.0", "method": "cube/info", "id": "\\ud800"}')
+
+    assert (error_code(answer), answer["id"]) == (PARSE_ERROR, None)
+    assert "unpaired surrogate" in answer["error"]["message"]
+
+
+def test_an_unpaired_surrogate_in_an_answer_is_refused_and_the_episode_still_finishes(
+    mc_version,
+):
+    run, url = open_run(mc_version)
+    task = spawn(url, first_task(mc_version))
+    result(call(task, "cube/reset"))
+    poisoned = (
+        '{"jsonrpc": "2.0", "method": "cube/step", "id": 1, "params": '
+        '{"name": "submit_answer", "arguments": {"answer": "B\\ud800"}}}'
+    )
+
+    assert error_code(post_text(task, poisoned)) == PARSE_ERROR
+    result(call(task, "cube/step", {"name": "submit_answer", "arguments": {"answer": "B"}}))
+    final = result(call(task, "cube/step", {"name": "final_step"}))
+
+    assert final["done"] is True
+    episode = Episode.objects.get(episode_run__run=run)
+    assert (episode.candidate_text, episode.step_count) == ("B", 3)
+    assert "result" in call(url, "cube/shutdown")
+
+
+# --- sweeps go on past what they cannot handle ----------------------------------------------
+
+
+def test_the_reaper_abandons_the_other_idle_episodes_past_one_it_cannot_finish(
+    mc_version, monkeypatch, caplog
+):
+    episodes = []
+    for _ in range(3):
+        _, url = open_run(mc_version)
+        task = spawn(url, first_task(mc_version))
+        result(call(task, "cube/reset"))
+        episodes.append(Episode.objects.order_by("-pk").first())
+    Episode.objects.update(last_activity_at=timezone.now() - timedelta(hours=1))
+    broken = episodes[1].pk
+    finish = lifecycle.episode_finish
+
+    def finish_but_one(episode: Episode, **kwargs: Any) -> bool:
+        if episode.pk == broken:  # a row the site cannot handle, whatever the reason
+            raise RuntimeError("this episode's data cannot be stored")
+        return finish(episode, **kwargs)
+
+    monkeypatch.setattr(lifecycle, "episode_finish", finish_but_one)
+
+    with caplog.at_level(logging.ERROR, logger="episodes.services"):
+        report = episodes_reap()
+
+    assert report.abandoned == 2
+    statuses = dict(Episode.objects.values_list("pk", "status"))
+    assert statuses.pop(broken) == EpisodeStatus.OPEN  # left for the next sweep
+    assert EpisodeStatus.OPEN not in statuses.values()
+    assert f"could not abandon an idle episode (id {broken})" in caplog.text
