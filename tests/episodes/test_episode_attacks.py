@@ -585,6 +585,22 @@ def test_a_client_sent_type_is_never_imported(live: LiveSite, packs: None) -> No
     assert "ModuleNotFoundError" not in output and "ImportError" not in output
 
 
+def test_a_percent_encoded_capability_path_is_redacted_from_the_log(
+    live: LiveSite, packs: None
+) -> None:
+    """The server routes on the decoded path, so these spellings reach the endpoint: the
+    access log must not keep what they carry (the last test reads the whole output)."""
+    opened = live.open_run(ATTACK_PACK)
+    secret = secret_of(opened.url)
+    body = {"jsonrpc": "2.0", "method": "cube/info", "id": 1}
+    for path in (f"/cube/%72uns/{secret}", f"/cube/runs%2F{secret}"):
+        answer = httpx.post(f"{live.url}{path}", json=body, timeout=CLIENT_TIMEOUT)
+        assert answer.status_code == 200
+        assert answer.json()["result"]["num_tasks"] == THREADS, path
+    time.sleep(0.5)  # the access log line is written after the answer
+    assert secret not in live.output()
+
+
 def test_no_url_secret_reaches_the_sites_output(live: LiveSite) -> None:
     output = live.output()
     assert_no_secret(output, "the site's output")
