@@ -8,6 +8,7 @@ Agent runs never get an answer, nor does an oracle run whose privilege has ended
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,9 @@ from verifiers import live
 from verifiers.oracle import oracle_candidate
 from verifiers.task import Candidate, TaskLanes
 
+# Two readings of one debug mode's end (a float timestamp in the session, a database
+# datetime) agree to well within this; two debug modes of one session never do.
+SAME_MODE = timedelta(milliseconds=5)
 REFUSED = "privileged information is only for oracle runs opened by a privileged user"
 
 
@@ -39,7 +43,11 @@ def privilege_holds(episode_run: EpisodeRun) -> bool:
         return False
     if not pack_access.can_view_privileged(user, run.contract_version.pack):
         return False
-    return session_debug_mode(episode_run.privilege_session_key, user) is not None
+    mode = session_debug_mode(episode_run.privilege_session_key, user)
+    # The very debug mode that opened the run (its end is the run's privilege_until), not a
+    # later one of the same session: that one has a reason of its own, which this run's
+    # audit rows would not carry.
+    return mode is not None and abs(mode.expires_at - episode_run.privilege_until) < SAME_MODE
 
 
 def episode_privileged_info(episode: Episode, *, ip_address: str | None) -> dict[str, Any]:

@@ -21,8 +21,9 @@ from episodes.models import Episode, EpisodeRun, Step
 from episodes.services import OraclePrivilege, episode_run_open, episodes_reap
 from packs.models import ContractVersion
 from packs.services import pack_import_folder
-from runs.models import ResultStatus, Run, TaskResult
+from runs.models import AuditAction, AuditEvent, ResultStatus, Run, TaskResult
 from runs.pipeline import score_results
+from runs.privileged import session_debug_mode
 from runs.services import RunMetadata
 from tests.conftest import EXAMPLES, make_user, mc_row
 
@@ -300,14 +301,11 @@ def test_an_oracle_run_opened_in_debug_mode_loses_its_privilege_with_that_debug_
     browser.force_login(reviewer)
     assert browser.post("/debug-mode/", {"reason": "oracle check"}).status_code == 302
     session_key = browser.session.session_key
-    _, url = open_run(
+    mode = session_debug_mode(session_key, reviewer)
+    _, url = open_run(  # as the version page's form opens it
         mc_version,
         user=reviewer,
-        oracle=OraclePrivilege(
-            until=timezone.now() + timedelta(minutes=30),
-            reason="oracle check",
-            session_key=session_key,
-        ),
+        oracle=OraclePrivilege(until=mode.expires_at, reason=mode.reason, session_key=session_key),
     )
     task = spawn(url, mc_version.tasks.first().task_id)
     assert "result" in call(task, "cube/privileged_info")
@@ -315,6 +313,11 @@ def test_an_oracle_run_opened_in_debug_mode_loses_its_privilege_with_that_debug_
     assert browser.post("/debug-mode/off/").status_code == 302
 
     assert error_code(call(task, "cube/privileged_info")) == -32003
+    # A new debug mode of the same session, for another reason, does not revive the run.
+    assert browser.post("/debug-mode/", {"reason": "something else"}).status_code == 302
+    assert error_code(call(task, "cube/privileged_info")) == -32003
+    reasons = AuditEvent.objects.filter(action=AuditAction.EPISODE_PRIVILEGED_INFO)
+    assert list(reasons.values_list("reason", flat=True)) == ["oracle check"]
 
 
 @pytest.mark.parametrize(

@@ -54,8 +54,22 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         id="episode-privilege-bound-to-debug-mode",
         module=PRIVILEGED,
         defence="an oracle run opened in debug mode loses its privilege with that debug mode",
-        find="    return session_debug_mode(episode_run.privilege_session_key, user) is not None",
+        find=(
+            "    return mode is not None and abs(mode.expires_at - episode_run.privilege_until)"
+            " < SAME_MODE"
+        ),
         replace="    return True",
+        tests=(LIFECYCLE_TESTS, "-k loses_its_privilege"),
+    ),
+    Mutant(
+        id="episode-privilege-not-revived-by-a-new-debug-mode",
+        module=PRIVILEGED,
+        defence="a later debug mode of the same session does not revive an oracle run",
+        find=(
+            "    return mode is not None and abs(mode.expires_at - episode_run.privilege_until)"
+            " < SAME_MODE"
+        ),
+        replace="    return mode is not None",
         tests=(LIFECYCLE_TESTS, "-k loses_its_privilege"),
     ),
     Mutant(
