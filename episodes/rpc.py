@@ -24,6 +24,7 @@ from runs.budgets import contract_budgets
 
 logger = logging.getLogger(__name__)
 MAX_LIST = 5000
+MAX_COUNT = 2**31 - 1  # offsets and limits: what every database compares without error
 
 
 @dataclass(frozen=True)
@@ -68,7 +69,35 @@ def parse(raw: bytes) -> RpcRequest:
             wire.RpcError(wire.INVALID_PARAMS, "params must be an object of named parameters"),
             request_id,
         )
+    holder = _holding_nul(params, "params")
+    if holder is not None:
+        # No database column holds a NUL (PostgreSQL refuses it): refused before any lookup.
+        # A tool's own arguments are the tool's to refuse, as an observation (episodes.tools).
+        raise _with_id(
+            wire.RpcError(wire.INVALID_PARAMS, f"{holder} contains a NUL character"), request_id
+        )
     return RpcRequest(request_id=request_id, method=method, params=params)
+
+
+def _holding_nul(value: Any, path: str) -> str | None:
+    """The path of the first string (key or value) holding a NUL, outside tool arguments."""
+    if isinstance(value, str):
+        return path if "\x00" in value else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if "\x00" in key:
+                return path
+            if path == "params" and key == "arguments":
+                continue
+            found = _holding_nul(item, f"{path}.{key}")
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for index, item in enumerate(value):
+            found = _holding_nul(item, f"{path}[{index}]")
+            if found is not None:
+                return found
+    return None
 
 
 def _is_text(body: Any) -> bool:
@@ -187,8 +216,10 @@ def _count_param(params: dict[str, Any], name: str, default: int | None) -> int 
     value = params.get(name, default)
     if value is None:
         return default
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise wire.RpcError(wire.INVALID_PARAMS, f"{name} must be a whole number of at least 0")
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= MAX_COUNT:
+        raise wire.RpcError(
+            wire.INVALID_PARAMS, f"{name} must be a whole number from 0 to {MAX_COUNT:,}"
+        )
     return value
 
 

@@ -32,6 +32,7 @@ WORKSPACE_ACTIONS = frozenset({BASH, READ_FILE, WRITE_FILE, LIST_FILES})
 TEXT_FAMILIES = frozenset({"multiple_choice", "short_answer", "free_response"})
 WORKSPACE_KINDS = frozenset({"workspace", "patch"})
 MAX_ARGUMENT_CHARS = 1024 * 1024
+MAX_MAGNITUDE = 2**53  # every number a float holds exactly
 
 
 @dataclass(frozen=True)
@@ -295,9 +296,14 @@ def _checked_number(
     tool: Tool, name: str, schema: dict[str, Any], value: Any, *, whole: bool
 ) -> int | float:
     noun = "a whole number" if whole else "a number"
-    # bool is an int in Python, never in JSON Schema; NaN and infinities are no limits.
-    if isinstance(value, bool) or not isinstance(value, int | float) or not math.isfinite(value):
+    # bool is an int in Python, never in JSON Schema; NaN and infinities are no limits, nor
+    # is a whole number of 400 digits (it would not even convert to a float).
+    if isinstance(value, bool) or not isinstance(value, int | float):
         raise ArgumentProblem(f"{tool.name}: {name!r} must be {noun}")
+    if isinstance(value, float) and not math.isfinite(value):
+        raise ArgumentProblem(f"{tool.name}: {name!r} must be {noun}")
+    if abs(value) > MAX_MAGNITUDE:
+        raise ArgumentProblem(f"{tool.name}: {name!r} must be at most {MAX_MAGNITUDE:,} in size")
     if whole:
         if isinstance(value, float) and not value.is_integer():
             raise ArgumentProblem(f"{tool.name}: {name!r} must be {noun}")

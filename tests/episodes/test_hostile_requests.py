@@ -4,6 +4,7 @@ episode that the site can no longer finish or a sweep that stops for everyone.""
 
 from __future__ import annotations
 
+import json
 import logging
 from datetime import timedelta
 from typing import Any
@@ -83,6 +84,54 @@ def test_an_unpaired_surrogate_in_an_answer_is_refused_and_the_episode_still_fin
     episode = Episode.objects.get(episode_run__run=run)
     assert (episode.candidate_text, episode.step_count) == ("B", 3)
     assert "result" in call(url, "cube/shutdown")
+
+
+# --- numbers and characters no column holds ------------------------------------------------
+
+INVALID_PARAMS = -32602
+
+
+@pytest.mark.parametrize(
+    "params",
+    [{"offset": 10**30}, {"limit": 10**30}, {"offset": 2**31}, {"offset": -1}],
+)
+def test_an_offset_or_limit_past_any_column_is_invalid_params(mc_version, params):
+    _, url = open_run(mc_version)
+
+    answer = call(url, "cube/task_configs", params)
+
+    assert error_code(answer) == INVALID_PARAMS
+    assert "must be a whole number from 0 to 2,147,483,647" in answer["error"]["message"]
+
+
+@pytest.mark.parametrize(
+    ("method", "params"),
+    [
+        ("cube/task_configs", {"task_id": "arithmetic-mc/add\u0000"}),
+        ("cube/tasks", {"task_id": "\u0000"}),
+        ("cube/spawn", {"task_config": {"task_id": "a\u0000b"}}),
+    ],
+)
+def test_a_nul_in_a_parameter_is_invalid_params(mc_version, method, params):
+    _, url = open_run(mc_version)
+    body = json.dumps({"jsonrpc": "2.0", "method": method, "id": 3, "params": params})
+
+    answer = post_text(url, body)
+
+    assert (error_code(answer), answer["id"]) == (INVALID_PARAMS, 3)
+    assert "contains a NUL character" in answer["error"]["message"]
+
+
+def test_a_nul_in_a_tool_argument_stays_the_tools_observation(mc_version):
+    _, url = open_run(mc_version)
+    task = spawn(url, first_task(mc_version))
+    result(call(task, "cube/reset"))
+
+    step = result(
+        call(task, "cube/step", {"name": "submit_answer", "arguments": {"answer": "B\x00"}})
+    )
+
+    assert "NUL" in step["obs"]["error"]["exception_str"]
 
 
 # --- sweeps go on past what they cannot handle ----------------------------------------------

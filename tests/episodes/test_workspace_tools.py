@@ -39,7 +39,7 @@ def test_bash_takes_a_number_of_seconds_within_bounds():
         "timeout": 5,
     }
     assert check_arguments(bash, {"command": "true", "timeout": 2.5})["timeout"] == 2.5
-    for bad in (True, "5", None, [5], math.nan, math.inf, 0, -1, 10**9):
+    for bad in (True, "5", None, [5], math.nan, math.inf, 0, -1, 10**9, 10**400, -(10**400)):
         with pytest.raises(ArgumentProblem):
             check_arguments(bash, {"command": "true", "timeout": bad})
 
@@ -51,7 +51,7 @@ def test_read_file_takes_whole_numbers_only():
         "offset": 3,
         "limit": 2,
     }
-    for bad in (2.5, False, "3", -1):
+    for bad in (2.5, False, "3", -1, 10**400, 2**53 + 1):
         with pytest.raises(ArgumentProblem):
             check_arguments(read, {"path": "a.txt", "offset": bad})
 
