@@ -55,6 +55,7 @@ class StepOutcome:
 def episode_reset(episode: Episode) -> dict[str, Any]:
     """Start (or restart) the episode: the objective and the public payload, nothing else."""
     task = episode.task
+    _refuse_reset_past_budget(episode)
     if is_workspace_family(task.family):
         return _workspace_reset(episode)
     obs = first_observation(task.family, task.agent_payload)
@@ -86,6 +87,36 @@ def episode_reset(episode: Episode) -> dict[str, Any]:
         "budgets": budgets.as_info(),
     }
     return {"obs": obs, "info": info}
+
+
+def _refuse_reset_past_budget(episode: Episode) -> None:
+    """A reset counts as a step: the one that would go past a budget is not run (no fresh
+    start, no new workspace). It ends the episode as a crossing step does, truncated with its
+    answer scored as it stands, and is answered as a wrong-state error: a reset's answer has
+    no room for a verdict."""
+    budgets = episode_budgets(episode)
+    with transaction.atomic():
+        locked = _locked_open(episode)
+        crossed = budget_crossed(budgets, steps=locked.step_count + 1, since=locked.first_reset_at)
+        if not crossed:
+            return
+        locked.step_count += 1
+        locked.last_activity_at = timezone.now()
+        locked.save(update_fields=["step_count", "last_activity_at"])
+        step = Step.objects.create(
+            episode=locked,
+            run_id=locked.episode_run.run_id,
+            index=locked.step_count,
+            method="cube/reset",
+            state=StepState.RUNNING,
+            truncated=True,  # not run: the attempt it would have restarted is the one scored
+        )
+    _end_truncated(episode, step, crossed, "")
+    raise wire.RpcError(
+        wire.WRONG_STATE,
+        f"Budget exhausted: {crossed}. The reset was not run; the episode has ended and is "
+        "scored as it stood.",
+    )
 
 
 def _locked_open(episode: Episode) -> Episode:
@@ -335,10 +366,10 @@ def episode_finish(episode: Episode, *, ending: str, note: str) -> bool:
 
 
 def _frozen_candidate(episode: Episode) -> VerifierCandidate | None:
-    """The last submission since the last reset (a reset restarts the attempt)."""
-    last_reset = (
-        Step.objects.filter(episode=episode, method="cube/reset").order_by("-index").first()
-    )
+    """The last submission since the last reset (a reset restarts the attempt; one refused
+    at the budget did not)."""
+    resets = Step.objects.filter(episode=episode, method="cube/reset", truncated=False)
+    last_reset = resets.order_by("-index").first()
     submits = {tool.name: tool.submits for tool in family_tools(episode.task.family)}
     steps = Step.objects.filter(
         episode=episode,

@@ -138,7 +138,7 @@ def _open_from_api(
 def episode_run_by_secret(secret: str) -> EpisodeRun:
     """The run a benchmark URL names, if it may still be used; one answer for every refusal."""
     episode_run = (
-        EpisodeRun.objects.select_related("run__contract_version__pack")
+        EpisodeRun.objects.select_related("run__contract_version__pack", "run__submitted_by")
         .filter(capability_hash=secret_digest(secret))
         .first()
     )
@@ -150,7 +150,9 @@ def episode_run_by_secret(secret: str) -> EpisodeRun:
 def episode_by_secret(secret: str) -> Episode:
     """The episode a task URL names, while it and its run may still be used."""
     episode = (
-        Episode.objects.select_related("episode_run__run__contract_version__pack", "task")
+        Episode.objects.select_related(
+            "episode_run__run__contract_version__pack", "episode_run__run__submitted_by", "task"
+        )
         .filter(capability_hash=secret_digest(secret))
         .first()
     )
@@ -164,10 +166,13 @@ def episode_by_secret(secret: str) -> Episode:
 
 
 def episode_run_usable(episode_run: EpisodeRun) -> bool:
+    owner = episode_run.run.submitted_by
     return (
         episode_run.revoked_at is None
         and episode_run.closed_at is None
         and episode_run.expires_at > timezone.now()
+        # A deactivated account's URLs stop with it (the reaper closes its runs on expiry).
+        and (owner is None or owner.is_active)
     )
 
 

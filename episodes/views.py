@@ -151,6 +151,7 @@ def run_episodes(request: HttpRequest, run_id: int) -> HttpResponse:
     result_ids = selectors.result_ids_by_task(run, [e.task_id for e in episodes])
     live = selectors.episodes_live(episode_run)
     can_write = access.can_write(request.user, run)
+    can_stop = access.can_stop(request.user, run)
     context = {
         "run": run,
         "cv": run.contract_version,
@@ -161,8 +162,9 @@ def run_episodes(request: HttpRequest, run_id: int) -> HttpResponse:
         "counts": selectors.status_counts(episode_run),
         "live": live,
         "can_write": can_write,
-        # The URL's state is the owner's business; the URL itself is never stored.
-        "url_state": selectors.url_state(episode_run) if can_write else None,
+        # The URL's state is for who may stop the run; the URL itself is never stored.
+        "url_state": selectors.url_state(episode_run) if can_stop else None,
+        "is_owner": run.submitted_by_id == request.user.pk,
     }
     if not request.htmx:
         return render(request, "episodes/run_episodes.html", context)
@@ -177,7 +179,8 @@ def run_episodes(request: HttpRequest, run_id: int) -> HttpResponse:
 def episode_run_revoke_view(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_selectors.run_get(run_id, user=request.user)
     episode_run = selectors.episode_run_for(run)
-    access.check_write(request.user, run)
+    if not access.can_stop(request.user, run):
+        raise PermissionDenied("Only the user who created this run, or an admin, may stop it.")
     state = selectors.url_state(episode_run)
     if state.usable:
         episode_run_revoke(episode_run)

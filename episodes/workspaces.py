@@ -218,7 +218,7 @@ _NO_SANDBOX = "No sandbox is available on this worker right now; try again."
 def _reset_generation(step: Step) -> int:
     """How many resets the episode had when this step was made: a later reset stops it."""
     return Step.objects.filter(
-        episode_id=step.episode_id, method="cube/reset", index__lte=step.index
+        episode_id=step.episode_id, method="cube/reset", truncated=False, index__lte=step.index
     ).count()
 
 

@@ -74,6 +74,12 @@ def can_write(user: Any, run: Run) -> bool:
     return can_submit(user) and owns(user, run)
 
 
+def can_stop(user: Any, run: Run) -> bool:
+    """Stop a live run (revoke its URL): its creator, or a superuser, who must be able to
+    stop a run whose owner left or misuses it before it expires by itself."""
+    return can_write(user, run) or (pack_access.is_member(user) and user.is_superuser)
+
+
 def check_write(user: Any, run: Run) -> None:
     if not can_write(user, run):
         raise PermissionDenied("Only the user who created this run may change it.")

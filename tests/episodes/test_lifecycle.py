@@ -146,6 +146,28 @@ def test_the_step_that_crosses_the_step_budget_ends_the_episode_truncated(make_p
     assert evaluation.results.get(task__task_id="q1").status == ResultStatus.PASSED
 
 
+def test_a_reset_past_the_step_budget_is_not_run_and_ends_the_episode(make_pack):
+    version = budget_pack(make_pack, {"steps": 2})
+    run, url = open_run(version)
+    task = spawn(url, "q1")
+    call(task, "cube/reset")  # step 1
+    call(task, "cube/step", {"name": "submit_answer", "arguments": {"answer": "B"}})
+
+    crossing = call(task, "cube/reset")  # step 3: a fresh start past the budget
+
+    assert error_code(crossing) == -32002
+    assert "past the budget of 2 steps" in crossing["error"]["message"]
+    assert error_code(call(task, "cube/reset")) == -32002  # ended: no more resets
+    episode = Episode.objects.get(episode_run__run=run)
+    assert (episode.ending, episode.step_count, episode.reset_count) == ("truncated", 3, 1)
+    score_queued(run)
+    episode.refresh_from_db()
+    assert episode.candidate_text == "B"  # the answer as it stood was scored
+    call(url, "cube/shutdown")
+    run.refresh_from_db()
+    assert run.over_budget
+
+
 def test_a_step_after_the_wall_time_budget_is_not_run(make_pack):
     version = budget_pack(make_pack, {"wall_time_seconds": 60})
     run, url = open_run(version)

@@ -330,7 +330,7 @@ def test_the_owner_revokes_the_url_and_it_answers_not_valid(cv):
     assert "URL revoked" in client.get(episodes_url(run), **HX).content.decode()
 
 
-def test_only_the_owner_may_revoke(cv):
+def test_another_submitter_or_a_reviewer_may_not_revoke(cv):
     owner = make_user("sam", "submitter")
     opened = open_run(cv, owner)
     services.episode_run_shutdown(opened.episode_run.pk)  # submitted: others see the run
@@ -343,6 +343,36 @@ def test_only_the_owner_may_revoke(cv):
     # Others see the episodes but not the URL's state.
     body = other.get(episodes_url(opened.run), **HX).content.decode()
     assert "URL closed" not in body and "Revoke" not in body
+
+
+def test_a_superuser_stops_another_users_live_run(cv):
+    owner = make_user("sam", "submitter")
+    opened = open_run(cv, owner)
+    benchmark = services.benchmark_path(opened.secret)
+    admin = signed_in(make_user("root", superuser=True))
+    body = admin.get(episodes_url(opened.run), **HX).content.decode()
+    assert "URL active" in body and "Only its owner was shown it" in body
+
+    response = admin.post(reverse("episodes:revoke", args=[opened.run.pk]))
+
+    assert response.status_code == 302
+    assert rpc(Client(), benchmark, "cube/info")["error"]["code"] == -32001
+    assert EpisodeRun.objects.get().revoked_at is not None
+
+
+def test_a_deactivated_owners_url_answers_nothing(cv):
+    owner = make_user("sam", "submitter")
+    opened = open_run(cv, owner)
+    benchmark = services.benchmark_path(opened.secret)
+    _, task_secret = services.episode_spawn(opened.episode_run, {"metadata": {"id": "q1"}})
+    task_url = services.episode_path(task_secret)
+    assert "result" in rpc(Client(), task_url, "cube/status")
+
+    owner.is_active = False
+    owner.save(update_fields=["is_active"])
+
+    assert rpc(Client(), benchmark, "cube/info")["error"]["code"] == -32001
+    assert rpc(Client(), task_url, "cube/status")["error"]["code"] == -32001
 
 
 def test_the_episodes_of_a_draft_run_are_not_found_for_others(cv):
