@@ -33,7 +33,7 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
-from packs.models import ContractVersion, Pack, Task
+from packs.models import ContractVersion, Pack, Task, VersionState
 from runs import access
 from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
 from runs.models import (
@@ -125,7 +125,13 @@ def run_list(
 def packs_with_runs() -> list[str]:
     return list(
         Pack.objects.filter(
-            Exists(Run.objects.filter(contract_version__pack=OuterRef("pk"), health_check=False))
+            Exists(
+                Run.objects.filter(
+                    contract_version__pack=OuterRef("pk"),
+                    contract_version__state=VersionState.PUBLISHED,
+                    health_check=False,
+                )
+            )
         )
         .order_by("pack_id")
         .values_list("pack_id", flat=True)
@@ -437,7 +443,8 @@ def leaderboard_versions() -> list[ContractVersion]:
     agent runs): two queries whatever the number of versions."""
     scored = latest_done_evaluations().filter(run__contract_version=OuterRef("pk"))
     versions = list(
-        ContractVersion.objects.filter(Exists(scored))
+        # Drafts have no runs but their health checks'; listed for nobody all the same.
+        ContractVersion.objects.filter(Exists(scored), state=VersionState.PUBLISHED)
         .select_related("pack")
         .annotate(
             run_count=Count(
