@@ -12,6 +12,7 @@ from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
+from django.conf import settings
 from django.utils import timezone
 
 from episodes import wire
@@ -58,6 +59,11 @@ def episode_privileged_info(episode: Episode, *, ip_address: str | None) -> dict
         raise wire.RpcError(
             wire.NOT_PERMITTED,
             "this oracle run's privilege has ended (its debug mode ended, or its time ran out)",
+        )
+    if _reads_in_the_last_second(episode) >= settings.SECUREBENCH_EPISODE_STEPS_PER_SECOND:
+        # Every read writes an audit row: a client in a loop must not flood the audit log.
+        raise wire.RpcError(
+            wire.THROTTLED, "too many reads of this task's reference in the last second"
         )
     task = episode.task
     _audit(episode, ip_address)
@@ -106,6 +112,15 @@ def repository_folder(lanes: TaskLanes) -> str:
     except live.WorkspaceUnsupported:
         return "."
     return plan.repo_path or "."
+
+
+def _reads_in_the_last_second(episode: Episode) -> int:
+    return AuditEvent.objects.filter(
+        action=AuditAction.EPISODE_PRIVILEGED_INFO,
+        object_type="episode",
+        object_id=str(episode.pk),
+        created_at__gte=timezone.now() - timedelta(seconds=1),
+    ).count()
 
 
 def _audit(episode: Episode, ip_address: str | None) -> None:

@@ -15,15 +15,17 @@ from django.utils import timezone
 
 from episodes import lifecycle
 from episodes.models import Episode, EpisodeStatus
-from episodes.services import episodes_reap
+from episodes.services import OraclePrivilege, episodes_reap
 from packs.models import ContractVersion
 from packs.services import pack_import_folder
+from runs.models import AuditAction, AuditEvent
 from tests.conftest import EXAMPLES
 from tests.episodes.test_lifecycle import call, error_code, open_run, result, spawn
 
 pytestmark = [pytest.mark.django_db]
 
 PARSE_ERROR = -32700
+THROTTLED = -32004
 
 
 @pytest.fixture(autouse=True)
@@ -132,6 +134,27 @@ def test_a_nul_in_a_tool_argument_stays_the_tools_observation(mc_version):
     )
 
     assert "NUL" in step["obs"]["error"]["exception_str"]
+
+
+# --- the audit log is not a flood's sink ---------------------------------------------------
+
+
+@override_settings(SECUREBENCH_EPISODE_STEPS_PER_SECOND=2)
+def test_reads_of_a_reference_in_a_loop_are_throttled_before_they_flood_the_audit_log(
+    mc_version,
+):
+    _, url = open_run(
+        mc_version,
+        oracle=OraclePrivilege(until=timezone.now() + timedelta(minutes=5), reason="loop test"),
+    )
+    task = spawn(url, first_task(mc_version))
+
+    answers = [call(task, "cube/privileged_info") for _ in range(6)]  # well within a second
+
+    codes = [error_code(answer) if "error" in answer else 0 for answer in answers]
+    assert codes[:2] == [0, 0] and set(codes[2:]) == {THROTTLED}
+    audited = AuditEvent.objects.filter(action=AuditAction.EPISODE_PRIVILEGED_INFO)
+    assert audited.count() == 2
 
 
 # --- sweeps go on past what they cannot handle ----------------------------------------------

@@ -152,18 +152,18 @@ def containers_left(client: Any, run_id: str, *, keep_idle: bool) -> list[Any]:
     the idle ones are removed first and every container counts."""
     from verifiers.sandbox.docker_pool import process_pool, wait_for_removals  # noqa: PLC0415
 
-    pool = process_pool() if keep_idle else None
-    if pool is None:
-        settle_containers()
+    def labelled() -> list[Any]:
         return client.containers.list(
             all=True, filters={"label": f"{TEST_LABEL}={run_id}"}, ignore_removed=True
         )
+
+    pool = process_pool() if keep_idle else None
+    if pool is None:
+        settle_containers()
+        return labelled()
     wait_for_removals()
     with pool.paused() as idle:
-        labelled = client.containers.list(
-            all=True, filters={"label": f"{TEST_LABEL}={run_id}"}, ignore_removed=True
-        )
-        return [container for container in labelled if container.id not in idle]
+        return [container for container in labelled() if container.id not in idle]
 
 
 def settle_containers() -> None:

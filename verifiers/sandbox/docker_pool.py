@@ -283,7 +283,7 @@ class ContainerPool:
                 demand.in_use -= 1
 
     def idle_ids(self) -> list[str]:
-        with self._lock:
+        with self._lock:  # re-entrant: paused() holds it too
             return [entry.id for queue in self._idle.values() for entry in queue]
 
     @contextlib.contextmanager
@@ -292,7 +292,7 @@ class ContainerPool:
         engine (tests that count containers); yields the ids of the idle ones."""
         with self._lock:
             self._lock.wait_for(lambda: not self._making, timeout=60)
-            yield {entry.id for queue in self._idle.values() for entry in queue}
+            yield set(self.idle_ids())
 
     def drain(self) -> None:
         """Remove every idle container (process exit; tests that count containers), the one
