@@ -30,6 +30,15 @@ REPO_MUTANTS: tuple[Mutant, ...] = (
         tests=(TAMPERING, "-k bwrap and dropping-unknown"),
     ),
     Mutant(
+        id="repo-expected-tests",
+        module=REPO_PATCH,
+        defence="each test the task names must be reported passed (skipped, xfailed or "
+        "missing fails the candidate)",
+        find="    if missed := unmet(expected or [], real):\n",
+        replace="    if missed := []:\n",
+        tests=(TAMPERING, "-k bwrap and (kept_from_running or command_names)"),
+    ),
+    Mutant(
         id="repo-guard-exit-status",
         module=REPO_PATCH,
         defence="exit status 0 beside a failed honeypot is tampering, not a test failure",

@@ -199,3 +199,86 @@ def test_planted_names_are_drawn_afresh_and_the_canary_runs_first() -> None:
 
     assert len({(g.module, g.file, g.canary, g.honeypot) for g in guards}) == 20
     assert all(g.canary < g.honeypot for g in guards)  # unittest runs them in name order
+
+
+# --- the task's own tests kept from running -----------------------------------------------------
+# Nothing is forged here: the candidate's code keeps the hidden test from counting, and an
+# unfixed add() stands. Each must fail as tests that did not pass, naming the hidden test.
+
+# Skips (at module level) any test module the public repository did not have: the importer
+# is found on the stack, so the guard's file, which never imports the package, runs as usual.
+SKIPPING_UNKNOWN_IMPORTERS = (
+    "import os, sys\n\n"
+    "_frame = sys._getframe(1)\n"
+    "while _frame is not None and not os.path.basename(_frame.f_code.co_filename).startswith("
+    "'test_'):\n"
+    "    _frame = _frame.f_back\n"
+    "if _frame is not None and os.path.basename(_frame.f_code.co_filename) != 'test_old.py':\n"
+    "    import pytest\n\n"
+    "    pytest.skip('needs a newer platform', allow_module_level=True)\n\n"
+)
+XFAIL_FOR_UNKNOWN_CALLERS = (
+    "import os, sys\n\n\n"
+    "def add(a, b):\n"
+    "    if os.path.basename(sys._getframe(1).f_code.co_filename) != 'test_old.py':\n"
+    "        import pytest\n\n"
+    "        pytest.xfail('known issue')\n"
+    "    return a - b\n"
+)
+# Deselects every test but the public ones and the guard's (found by its planted name).
+PLUGIN_DROPPING_UNKNOWN_BUT_THE_GUARDS = (
+    "import os\n\n"
+    "import pytest\n\n\n"
+    "@pytest.hookimpl(trylast=True)\n"
+    "def pytest_collection_modifyitems(config, items):\n"
+    "    guard = os.path.basename(os.environ.get('SECUREBENCH_GUARD_TESTS', '-'))\n"
+    "    kept = [i for i in items\n"
+    "            if i.nodeid.startswith('tests/test_old.py') or guard in i.nodeid]\n"
+    "    config.hook.pytest_deselected(items=[i for i in items if i not in kept])\n"
+    "    items[:] = kept\n"
+)
+KEEPING_HIDDEN_TESTS_FROM_COUNTING = {
+    # a module skipped whole reports no test of its own
+    "skipped-at-import": ({"mylib/__init__.py": SKIPPING_UNKNOWN_IMPORTERS + LIB}, "not run"),
+    "xfailed-when-called": ({"mylib/__init__.py": XFAIL_FOR_UNKNOWN_CALLERS}, "skipped"),
+    "deselected-by-a-plugin": (
+        {**DIST_INFO, "forge_plugin.py": PLUGIN_DROPPING_UNKNOWN_BUT_THE_GUARDS},
+        "not run",
+    ),
+}
+
+
+@pytest.mark.parametrize(
+    ("changes", "outcome"),
+    KEEPING_HIDDEN_TESTS_FROM_COUNTING.values(),
+    ids=KEEPING_HIDDEN_TESTS_FROM_COUNTING.keys(),
+)
+def test_a_hidden_test_kept_from_running_fails_the_candidate(
+    sandbox: Sandbox, repo: Repo, changes: dict[str, str], outcome: str
+) -> None:
+    verdict = verify(repo, tiny_task(repo), changes, sandbox)
+
+    assert (verdict.status, verdict.reason) == ("failed", Reason.TESTS_FAILED), (
+        verdict.reason,
+        verdict.details,
+        verdict.stderr[-1500:],
+    )
+    problem = verdict.details["junit_problem"]
+    assert f"tests/test_new.py::test_add ({outcome})" in problem, problem
+
+
+def test_a_test_the_command_names_must_pass_too(sandbox: Sandbox, repo: Repo) -> None:
+    command = ["python", "-m", "pytest", "-q", "tests/test_old.py::test_add_zero", "tests"]
+    task = tiny_task(repo, command=command)
+    skipping = "def add(a, b):\n    import pytest\n\n    pytest.skip('not on this platform')\n"
+    skipped = {"mylib/__init__.py": skipping}
+
+    verdict = verify(repo, task, skipped, sandbox)
+    fixed = repo_patch.verify(task, gold(repo), sandbox=sandbox)
+
+    assert (verdict.status, verdict.reason) == ("failed", Reason.TESTS_FAILED), (
+        verdict.details,
+        verdict.stderr[-2000:],
+    )
+    assert "tests/test_old.py::test_add_zero (skipped)" in verdict.details["junit_problem"]
+    assert fixed.status == "passed", (fixed.reason, fixed.details, fixed.stderr[-1500:])

@@ -23,6 +23,7 @@ from verifiers.families.base import (
     string_array,
     string_list,
 )
+from verifiers.families.repo_expected import ExpectedTest, expected_tests, unmet
 from verifiers.families.repo_runner import is_pytest_command
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN
 from verifiers.patch_policy import (
@@ -400,7 +401,8 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
         )
         result = sandbox.run(spec)
     details.update(notes_details(result, standins))
-    return decide(result, nonce, policy, details, log_secrets(task), guard)
+    expected = expected_tests(test_patch, list(tests["command"]))
+    return decide(result, nonce, policy, details, log_secrets(task), guard, expected)
 
 
 MAX_WALL_SECONDS = 1800.0
@@ -423,6 +425,7 @@ def decide(
     details: dict[str, Any],
     scrub: list[str],
     guard: Guard | None = None,
+    expected: list[ExpectedTest] | None = None,
 ) -> Verdict:
     """The verdict from the sandbox run: limits, then the runner's one trusted frame."""
     fields = sandbox_fields(result, scrub)
@@ -454,7 +457,7 @@ def decide(
         if guard is None or not frame.get("guard_file"):
             # Every pytest command runs guarded; a report without the guard proves nothing.
             return error(Reason.INFRASTRUCTURE, details=details, **fields)
-        reason, more = pytest_outcome(frame, guard)
+        reason, more = pytest_outcome(frame, guard, expected)
         details.update(more)
         if reason is not None:
             return failed(reason, details=details, **fields)
@@ -479,8 +482,11 @@ def _outcome(cases: list[list[Any]], name: str) -> str:
     return outcomes.pop() if len(outcomes) == 1 else "inconsistent"
 
 
-def pytest_outcome(frame: dict[str, Any], guard: Guard) -> tuple[str | None, dict[str, Any]]:
-    """(failure reason or None, details) from the junit cases, the guard's and the status.
+def pytest_outcome(
+    frame: dict[str, Any], guard: Guard, expected: list[ExpectedTest] | None = None
+) -> tuple[str | None, dict[str, Any]]:
+    """(failure reason or None, details) from the junit cases, the guard's and the status;
+    each of the ``expected`` tests (the task's own, repo_expected) must be reported passed.
 
     Order matters: a forged honeypot is tampering whatever else failed; a real failure is
     a plain test failure even where it stopped the run before the guard's tests (``-x``);
@@ -511,6 +517,9 @@ def pytest_outcome(frame: dict[str, Any], guard: Guard) -> tuple[str | None, dic
         return Reason.TAMPER_DETECTED, {**summary, "exit_code_problem": "0 beside a failed test"}
     if status != 1:
         return Reason.TESTS_FAILED, {**summary, "junit_problem": f"pytest exit status {status}"}
+    if missed := unmet(expected or [], real):
+        problem = "the task's tests did not pass: " + ", ".join(missed[:20])
+        return Reason.TESTS_FAILED, {**summary, "junit_problem": problem}
     if not summary["tests_passed"]:
         return Reason.TESTS_FAILED, {**summary, "junit_problem": "no test passed"}
     return None, summary
