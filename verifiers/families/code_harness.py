@@ -35,6 +35,11 @@ TESTS_FILENAME = "<tests>"  # compile() name: tracebacks give line numbers, neve
 # Importing these has side effects (a browser, a printed poem, a GUI): never on a
 # candidate's say-so.
 UNSAFE_MODULES = frozenset({"antigravity", "this", "turtle", "turtledemo", "tkinter", "idlelib"})
+# Everything the worker names is the candidate's to choose: bounded before it is kept, so no
+# candidate can swell the harness's result past the relay's frame cap (which would read as
+# our fault, not theirs).
+MAX_NAME_CHARS = 200
+MAX_ERROR_CHARS = 2000
 
 
 class CandidateGone(BaseException):
@@ -145,6 +150,16 @@ def _allowed(name: str, entry_point: str | None) -> bool:
     return name.isidentifier() and not name.startswith("__") and not hasattr(builtins, name)
 
 
+def _importable_stdlib(name: str) -> bool:
+    """A standard-library module the harness may import under a name the candidate chose:
+    dotted identifiers only, none private or a package's ``__main__`` (``unittest.__main__``
+    runs a test program on import), outside the modules that act when imported."""
+    parts = name.split(".")
+    if not all(part.isidentifier() and not part.startswith("_") for part in parts):
+        return False
+    return parts[0] in sys.stdlib_module_names and parts[0] not in UNSAFE_MODULES
+
+
 def _seed_globals(
     client: Client, names: dict[str, Any], entry_point: str | None
 ) -> tuple[dict[str, Any], list[str]]:
@@ -158,18 +173,17 @@ def _seed_globals(
     ]
     for name in listed:
         if not _allowed(str(name), entry_point):
-            skipped.append(str(name))
+            skipped.append(str(name)[:MAX_NAME_CHARS])
     for module_name, real_name in dict(names.get("modules") or {}).items():
         if not _allowed(str(module_name), entry_point):
             continue
-        top = str(real_name).split(".")[0]
         # Tests written for one-file HumanEval scripts use the prompt's imports (math, ...):
         # import the same stdlib module here ourselves; the candidate's object never crosses.
-        if top in sys.stdlib_module_names and top not in UNSAFE_MODULES:
+        if _importable_stdlib(str(real_name)):
             try:
                 scope[str(module_name)] = __import__(str(real_name), fromlist=["_"])
-            except Exception:  # noqa: BLE001
-                skipped.append(str(module_name))
+            except BaseException:  # noqa: BLE001 - a module's own exit is no harness fault
+                skipped.append(str(module_name)[:MAX_NAME_CHARS])
     for name in list(names.get("functions") or []):
         if _allowed(str(name), entry_point):
             scope[str(name)] = _proxy(client, str(name))
@@ -179,7 +193,7 @@ def _seed_globals(
         try:
             scope[str(name)] = client.value(client.request("get", name=str(name)))
         except Exception:  # noqa: BLE001 - CandidateGone (BaseException) still propagates
-            skipped.append(str(name))  # e.g. a compiled regex: not data, not callable
+            skipped.append(str(name)[:MAX_NAME_CHARS])  # e.g. a regex: not data, not callable
     return scope, skipped
 
 
@@ -205,7 +219,8 @@ def _failure_line(exc: BaseException) -> int | None:
 
 def _describe(exc: BaseException) -> str:
     message = str(exc)
-    return f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    text = f"{type(exc).__name__}: {message}" if message else type(exc).__name__
+    return text[:MAX_ERROR_CHARS]
 
 
 def run(client: Client, source: str, entry_point: str | None) -> dict[str, Any]:
@@ -226,12 +241,15 @@ def run(client: Client, source: str, entry_point: str | None) -> dict[str, Any]:
             raise CandidateGone("malformed names reply")
         scope, skipped = _seed_globals(client, names, entry_point)
     except ImportFailed as exc:
-        return {**result, "stage": "import", "error": str(exc)}
+        return {**result, "stage": "import", "error": str(exc)[:MAX_ERROR_CHARS]}
     except CandidateGone as exc:
         return {**result, "stage": "import", "error": _describe(exc), "gone": True}
+    except Exception as exc:  # noqa: BLE001 - the worker's reply is the candidate's doing
+        error = f"the candidate's names could not be read: {_describe(exc)}"
+        return {**result, "stage": "import", "error": error[:MAX_ERROR_CHARS], "gone": True}
     result["exposed"] = {
-        "functions": [str(n) for n in names.get("functions") or []][:50],
-        "data": [str(n) for n in names.get("data") or []][:50],
+        "functions": [str(n)[:MAX_NAME_CHARS] for n in names.get("functions") or []][:50],
+        "data": [str(n)[:MAX_NAME_CHARS] for n in names.get("data") or []][:50],
         "skipped": skipped[:50],
     }
 
