@@ -19,9 +19,9 @@ from rest_framework.views import APIView
 from pack_health import selectors, services
 from pack_health.models import HealthFinding, HealthReport
 from packs import selectors as pack_selectors
+from packs.api_parsers import TextJSONParser
 from packs.models import ContractVersion, VersionState
 from runs import privileged
-from runs.api import SafeJSONParser
 from runs.api_serializers import StrictSerializer
 
 MAX_FINDINGS = 1000
@@ -165,7 +165,7 @@ class HealthReportApi(APIView):
 
 
 class HealthCheckApi(APIView):
-    parser_classes = [SafeJSONParser]
+    parser_classes = [TextJSONParser]
 
     @extend_schema(
         operation_id="health_check_again",
@@ -185,7 +185,7 @@ class HealthCheckApi(APIView):
 
 class HealthPublishApi(APIView):
     # JSON only: a form body with nothing usable in it must not read as "no reason given".
-    parser_classes = [SafeJSONParser]
+    parser_classes = [TextJSONParser]
 
     @extend_schema(
         operation_id="health_publish",

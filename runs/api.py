@@ -21,13 +21,14 @@ from rest_framework import permissions, serializers, status
 from rest_framework.authentication import SessionAuthentication
 from rest_framework.exceptions import APIException, ParseError, PermissionDenied
 from rest_framework.pagination import PageNumberPagination
-from rest_framework.parsers import JSONParser, MultiPartParser
+from rest_framework.parsers import MultiPartParser
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.settings import api_settings
 from rest_framework.throttling import BaseThrottle, ScopedRateThrottle
 from rest_framework.views import APIView
 
+from packs.api_parsers import TextJSONParser
 from packs.models import ContractVersion
 from packs.permissions import CanBrowse
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
@@ -88,16 +89,6 @@ def _cap_body(request: Request, limit: int) -> None:
         raise RequestTooLarge(f"The request body is larger than the {filesizeformat(limit)} limit.")
 
 
-class SafeJSONParser(JSONParser):
-    """JSON parser that answers 400, not 500, for JSON nested too deeply to decode."""
-
-    def parse(self, stream: Any, media_type: str | None = None, parser_context: Any = None) -> Any:
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise ParseError("JSON parse error - the document nests too deeply.") from None
-
-
 class RunWriteThrottle(ScopedRateThrottle):
     """Per-user (or per-address) rate of a write scope, read from settings at request time."""
 
@@ -110,7 +101,7 @@ class RunApiView(APIView):
     """Writes are throttled by ``throttle_scope``; reads are not."""
 
     throttle_scope = "run_writes"
-    parser_classes = [SafeJSONParser]
+    parser_classes = [TextJSONParser]
 
     def get_throttles(self) -> list[BaseThrottle]:
         if self.request.method in permissions.SAFE_METHODS:

@@ -15,6 +15,7 @@ from rest_framework.request import Request
 
 from packs import access as pack_access
 from packs.models import ContractVersion
+from runs.budgets import usage_figure_problem
 from runs.bundle import USAGE_KEYS
 from runs.evaluators import EVALUATORS, metrics_of, scoring_problem
 from runs.models import Evaluation, ResultStatus, Run, RunMode, TaskResult
@@ -53,8 +54,8 @@ class UsageField(serializers.DictField):
         for key, item in value.items():
             if key not in USAGE_KEYS:
                 errors[key] = ["is not a usage key (allowed: " + ", ".join(USAGE_KEYS) + ")"]
-            elif isinstance(item, bool) or not isinstance(item, int | float) or item < 0:
-                errors[key] = ["must be a non-negative number"]
+            elif problem := usage_figure_problem(item):
+                errors[key] = [problem]
         if errors:
             raise serializers.ValidationError(errors)
         return value

@@ -32,6 +32,21 @@ class BudgetCheck:
     totals: dict[str, float]
 
 
+# A reported usage figure beyond this is no measurement (1e15 tokens, seconds or dollars):
+# refused where it enters, so every sum the budget check makes stays a finite number that
+# the database's JSON can store.
+MAX_USAGE_FIGURE = 1e15
+
+
+def usage_figure_problem(value: Any) -> str | None:
+    """Why ``value`` is not a usage figure (None when it is one)."""
+    if isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+        return "must be a non-negative number"
+    if not value <= MAX_USAGE_FIGURE:  # also NaN and infinity
+        return f"must be a finite number of at most {MAX_USAGE_FIGURE:g}"
+    return None
+
+
 def contract_budgets(contract: Mapping[str, Any] | None) -> dict[str, float]:
     budgets = (contract or {}).get("budgets") or {}
     if not isinstance(budgets, dict):

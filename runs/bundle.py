@@ -24,13 +24,15 @@ from typing import Any
 from django.conf import settings
 
 from packs.compiler.archive import ArchiveError, ArchiveLimits, extract_archive, find_pack_root
-from packs.compiler.digest import contains_nul
+from packs.compiler.digest import contains_lone_surrogate, contains_nul
 from packs.compiler.limits import human_bytes
+from runs.budgets import usage_figure_problem
 from verifiers.task import Candidate, WorkspaceFile
 from verifiers.workspace import unsafe_relative_path
 
 CANDIDATES_NAME = "candidates.jsonl"
 CANDIDATE_KINDS = ("text", "code", "patch", "workspace")
+UNPAIRED_SURROGATE = "contains an unpaired surrogate escape (such as \\ud800), which is not text"
 USAGE_KEYS = ("wall_seconds", "input_tokens", "output_tokens", "usd")
 METADATA_KEYS = ("agent_name", "agent_version", "model_name", "notes")
 LINE_KEYS = ("task_id", "sample", "candidate", "usage")
@@ -300,6 +302,9 @@ def _check_line(
     if contains_nul(value):
         problems.add(number, "", "contains a NUL character (\\u0000), which text cannot hold")
         return None
+    if contains_lone_surrogate(value):
+        problems.add(number, "", UNPAIRED_SURROGATE)
+        return None
     if allow_run and "run" in value:
         return _check_run_line(value, number, problems)
     before = len(problems.items)
@@ -382,8 +387,8 @@ def _check_usage(value: Any, number: int, where: str, problems: _Problems) -> di
                 f"{where}.{key}",
                 "is not a usage key (allowed: " + ", ".join(USAGE_KEYS) + ")",
             )
-        elif isinstance(item, bool) or not isinstance(item, int | float) or item < 0:
-            problems.add(number, f"{where}.{key}", "must be a non-negative number")
+        elif problem := usage_figure_problem(item):
+            problems.add(number, f"{where}.{key}", problem)
         else:
             usage[key] = item
     return usage

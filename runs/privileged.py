@@ -10,6 +10,7 @@ time (epoch seconds), so nothing but the clock and the user's own switch can ext
 from __future__ import annotations
 
 import datetime as dt
+import unicodedata
 from dataclasses import dataclass
 from typing import Any
 
@@ -91,6 +92,8 @@ def debug_mode_start(request: HttpRequest, *, reason: str) -> DebugMode:
     reason = " ".join(reason.split())
     if not reason:
         raise DebugModeRefused("Give a reason: it is recorded with every view in debug mode.")
+    if any(unicodedata.category(char) == "Cc" for char in reason):
+        raise DebugModeRefused("Write the reason as plain text, without control characters.")
     if len(reason) > MAX_REASON_CHARS:
         raise DebugModeRefused(f"Keep the reason under {MAX_REASON_CHARS} characters.")
     minutes = settings.SECUREBENCH_DEBUG_MODE_MINUTES

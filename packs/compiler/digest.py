@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 DIGEST_DOMAIN = b"securebench/pack-digest/v1\x00"
@@ -72,15 +72,32 @@ class PackDigest:
 
 def contains_nul(value: Any) -> bool:
     """True when a string or key holds U+0000, which PostgreSQL's jsonb cannot store."""
+    return any("\x00" in text for text in _strings(value))
+
+
+def contains_lone_surrogate(value: Any) -> bool:
+    """True when a string or key holds an unpaired UTF-16 surrogate (JSON lets "\\ud800"
+    through): it is not text, and no database, page or log can hold it."""
+    return any(not _encodable(text) for text in _strings(value))
+
+
+def _encodable(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _strings(value: Any) -> Iterator[str]:
+    """Every string of a parsed JSON value, keys included."""
     stack: list[Any] = [value]
     while stack:
         item = stack.pop()
         if isinstance(item, str):
-            if "\x00" in item:
-                return True
+            yield item
         elif isinstance(item, dict):
             stack.extend(item.keys())
             stack.extend(item.values())
         elif isinstance(item, list):
             stack.extend(item)
-    return False
