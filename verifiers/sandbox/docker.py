@@ -116,6 +116,7 @@ from verifiers.sandbox.docker_pool import (
 )
 
 EXIT_SIGKILL = 128 + 9
+RUNSC_LOST_PROCESS = 128  # runsc exec's status when it lost the process with its sandbox
 STOPPED_UNDER_COMMAND = "the container stopped under the command"  # a result note
 # A container left with only these (docker-init and the keeper) holds nothing of the run.
 IDLE_TASKS = 2
@@ -576,16 +577,22 @@ class DockerProcess(SandboxProcess):
         if self._stopped_unasked:
             return EXIT_SIGKILL, None
         code = self._cmd.exit_code()
-        if code is not None:
+        if code is not None and not self._maybe_lost_with_its_kernel(code):
             return code, None
-        # No status at all: seen before the watchdog's next look, the container may have
-        # stopped under the command (gVisor's kernel killed with it).
+        # No status at all, or gVisor's "lost it": seen before the watchdog's next look, the
+        # container may have stopped under the command (gVisor's kernel killed with it).
         state = self._container_state(settle=True)
         if state.get("Running"):
-            return None, state
+            return code, state
         self._notes.append(STOPPED_UNDER_COMMAND)
         self._stopped_unasked = True
         return EXIT_SIGKILL, state
+
+    def _maybe_lost_with_its_kernel(self, code: int) -> bool:
+        """Under gVisor, an exec whose sandbox kernel died under it answers runsc's own
+        failure status ("waiting on PID …: urpc method … failed: EOF"), not the command's:
+        seen when a fork bomb brought the kernel down (CI, 2026-11-29)."""
+        return self._config.runtime == GVISOR and code == RUNSC_LOST_PROCESS
 
     def _oom_happened(self, exit_code: int | None, killed: bool, state: dict[str, Any]) -> bool:
         if state.get("OOMKilled"):
