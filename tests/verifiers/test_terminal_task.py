@@ -124,6 +124,21 @@ def test_command_checkers_in_both_shapes(sandbox: Sandbox, command: str | list[s
     )
 
 
+def test_a_file_where_the_checkers_folder_goes_fails_the_candidate(sandbox: Sandbox) -> None:
+    task = terminal_lanes({"command": "test -f VERSION", "workdir": "/workspace/build"})
+
+    blocked = terminal_task.verify(
+        task, Candidate.of_workspace({"build": "not a folder\n"}), sandbox=sandbox
+    )
+    good = terminal_task.verify(
+        task, Candidate.of_workspace({"build/VERSION": "1\n"}), sandbox=sandbox
+    )
+
+    assert (blocked.status, blocked.reason) == ("failed", Reason.TESTS_FAILED), blocked.details
+    assert "the checker's folder /workspace/build cannot be made" in blocked.details["message"]
+    assert good.status == "passed", (good.details, good.stderr)
+
+
 def test_executable_bits_survive(sandbox: Sandbox) -> None:
     task = terminal_lanes({"command": ["./run.sh"]})
     script = WorkspaceFile(b"#!/bin/sh\nexit 0\n", mode=0o755)

@@ -112,9 +112,18 @@ def main() -> int:
     config = read_config()
     nonce = config["nonce"]
     report: dict[str, Any] = {"undumpable": undumpable, "mode": config["mode"]}
+    cwd = config["cwd"]
     try:
-        cwd = config["cwd"]
         os.makedirs(cwd, exist_ok=True)
+    except OSError as exc:
+        # Inside the workspace, something of the candidate's stands where the checker's
+        # folder goes (a file named like it): the candidate's failure, not ours.
+        inside = (cwd + "/").startswith(config["workdir"].rstrip("/") + "/")
+        message = f"the checker's folder {cwd} cannot be made: {exc.strerror}"
+        phase = "checker_folder" if inside else "internal"
+        write_frame(nonce, dict(report, phase=phase, ok=False, message=message))
+        return 0
+    try:
         env = child_env(config.get("env") or {})
         log("running the checker")
         if config["mode"] == "pytest":

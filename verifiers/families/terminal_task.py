@@ -554,6 +554,8 @@ def decide(
         return error(Reason.INFRASTRUCTURE, details=details, **fields)
     details.update({key: frame[key] for key in _FRAME_KEYS if key in frame})
     if not frame.get("ok"):
+        if frame.get("phase") == "checker_folder":
+            return failed(Reason.TESTS_FAILED, details=details, **fields)
         return error(Reason.INFRASTRUCTURE, details=details, **fields)
     if not frame.get("spawned"):
         return error(Reason.TASK_MISCONFIGURED, details=details, **fields)
