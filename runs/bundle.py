@@ -427,18 +427,10 @@ def _check_candidate(
             f"is larger than {human_bytes(limits.max_candidate_bytes)}",
         )
         return None
-    if _has_lone_surrogate(content):
+    if contains_lone_surrogate(content):
         problems.add(number, f"candidate.{kind}", "contains an unpaired surrogate escape")
         return None
     return None if extra else Candidate(kind=kind, text=content)
-
-
-def _has_lone_surrogate(text: str) -> bool:
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return True
-    return False
 
 
 # --- workspaces ----------------------------------------------------------------------------------

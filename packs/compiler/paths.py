@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Literal
 
+from packs.compiler.digest import contains_lone_surrogate
 from packs.compiler.errors import Problem, ProblemLog
 
 RootName = Literal["public", "eval"]
@@ -174,7 +175,8 @@ def _visit(
         tree.rejected.add(path)
         log.add(Problem(shown, None, None, message))
 
-    if not _is_utf8(entry.name):
+    # Undecodable bytes arrive as surrogate escapes; they cannot be stored or hashed as text.
+    if contains_lone_surrogate(entry.name):
         reject("has a name that is not valid UTF-8")
         return
     info = entry.stat(follow_symlinks=False)
@@ -192,15 +194,6 @@ def _visit(
     else:
         what = "a symlink" if stat.S_ISLNK(info.st_mode) else "a device, fifo or socket"
         reject(f"is {what}; packs may only contain regular files and directories")
-
-
-def _is_utf8(name: str) -> bool:
-    # Undecodable bytes arrive as surrogate escapes; they cannot be stored or hashed as text.
-    try:
-        name.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def ignored_files(pack: Path, skip: set[str]) -> list[str]:
