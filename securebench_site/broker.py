@@ -13,6 +13,7 @@ folder beside it, which exactly one consumer can do. ``filesystem://`` URLs use 
 
 from __future__ import annotations
 
+import fcntl
 import logging
 import os
 import time
@@ -69,9 +70,36 @@ class Channel(filesystem.Channel):
                 logger.error("dropped an unreadable broker message %s", filename)
         raise Empty()
 
+    def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
+        # kombu creates a missing exchange file with "wb" and locks it only afterwards, so a
+        # second process binding at the same moment (a worker and beat starting together)
+        # locked it first, read an empty table and died on JSONDecodeError. Here the file is
+        # opened without truncating, every reader and writer holds the exclusive lock, and
+        # an empty file is an empty table.
+        table_file = self._exchange_file(exchange)
+        self.control_folder.mkdir(exist_ok=True)
+        wanted = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        try:
+            descriptor = os.open(table_file, os.O_RDWR | os.O_CREAT, 0o644)
+            with os.fdopen(descriptor, "r+b", buffering=0) as stream:
+                fcntl.flock(stream.fileno(), fcntl.LOCK_EX)
+                text = bytes_to_str(stream.read())
+                bound = (
+                    [filesystem.exchange_queue_t(*row) for row in loads(text)]
+                    if text.strip()
+                    else []
+                )
+                if wanted in bound:
+                    return
+                stream.seek(0)
+                stream.truncate()
+                stream.write(str_to_bytes(dumps([wanted, *bound])))
+        except OSError as exc:
+            raise ChannelError(f"Cannot bind {queue!r} in {table_file}") from exc
+
     def get_table(self, exchange: str) -> Any:
-        # kombu truncates an exchange file before locking it to rewrite it; a reader in that
-        # instant sees an empty table file. Read again rather than fail.
+        # A binder creates the exchange file before it writes the table under its lock; a
+        # reader in that instant sees an empty table file. Read again rather than fail.
         for _ in range(TABLE_READ_ATTEMPTS - 1):
             try:
                 return super().get_table(exchange)
