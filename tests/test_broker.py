@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import multiprocessing
-from queue import Empty
 from pathlib import Path
+from queue import Empty
 
 import pytest
 from kombu import Connection
