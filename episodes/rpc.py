@@ -19,6 +19,7 @@ from django.db.models import QuerySet
 from episodes import lifecycle, privileged, services, wire
 from episodes.models import Episode, EpisodeRun
 from episodes.tools import family_tools
+from packs.compiler.digest import contains_lone_surrogate
 from packs.models import Task
 from runs.budgets import contract_budgets
 
@@ -45,7 +46,7 @@ def parse(raw: bytes) -> RpcRequest:
         body = json.loads(raw)
     except (ValueError, RecursionError) as exc:
         raise wire.RpcError(wire.PARSE_ERROR, "Parse error: the body is not JSON") from exc
-    if not _is_text(body):
+    if contains_lone_surrogate(body):
         # JSON lets "\ud800" through; no database, log or answer can hold it (nor is the
         # request id safe to echo), so the whole body is refused before anything is read.
         raise wire.RpcError(
@@ -98,15 +99,6 @@ def _holding_nul(value: Any, path: str) -> str | None:
             if found is not None:
                 return found
     return None
-
-
-def _is_text(body: Any) -> bool:
-    """Every string of the parsed body is encodable text (no unpaired UTF-16 surrogate)."""
-    try:
-        json.dumps(body, ensure_ascii=False).encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def _with_id(exc: wire.RpcError, request_id: Any) -> wire.RpcError:
