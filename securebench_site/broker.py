@@ -18,6 +18,7 @@ import logging
 import os
 import time
 import uuid
+from collections.abc import Callable
 from queue import Empty
 from typing import Any
 
@@ -73,29 +74,62 @@ class Channel(filesystem.Channel):
     def _queue_bind(self, exchange: str, routing_key: str, pattern: str, queue: str) -> None:
         # kombu creates a missing exchange file with "wb" and locks it only afterwards, so a
         # second process binding at the same moment (a worker and beat starting together)
-        # locked it first, read an empty table and died on JSONDecodeError. Here the file is
-        # opened without truncating, every reader and writer holds the exclusive lock, and
-        # an empty file is an empty table.
-        table_file = self._exchange_file(exchange)
+        # locked it first, read an empty table and died on JSONDecodeError.
+        wanted = _table_row(routing_key, pattern, queue)
         self.control_folder.mkdir(exist_ok=True)
-        wanted = filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
+        self._edit_table(
+            exchange, lambda rows: None if wanted in rows else [wanted, *rows], create=True
+        )
+
+    def _delete(
+        self, queue: str, exchange: str, routing_key: str, pattern: str, *args: Any, **kwargs: Any
+    ) -> None:
+        # The queue itself goes as kombu's virtual channel deletes it; its row in the exchange
+        # table goes under the same lock discipline as a bind (kombu's own read can meet the
+        # empty file of a bind in progress too).
+        super(filesystem.Channel, self)._delete(
+            queue, exchange, routing_key, pattern, *args, **kwargs
+        )
+        gone = _table_row(routing_key, pattern, queue)
+        self._edit_table(
+            exchange, lambda rows: [row for row in rows if row != gone] if gone in rows else None
+        )
+
+    def _edit_table(
+        self,
+        exchange: str,
+        edit: Callable[[list[Any]], list[Any] | None],
+        *,
+        create: bool = False,
+    ) -> None:
+        """Read an exchange's table and write back what ``edit`` returns (None: unchanged),
+        all under the file's exclusive lock. The file is never truncated before it is locked,
+        and an empty file (created, not written yet) is an empty table."""
+        table_file = self._exchange_file(exchange)
+        flags = os.O_RDWR | (os.O_CREAT if create else 0)
         try:
-            descriptor = os.open(table_file, os.O_RDWR | os.O_CREAT, 0o644)
+            descriptor = os.open(table_file, flags, 0o644)
+        except FileNotFoundError:
+            return  # no table: nothing bound, nothing to take out
+        except OSError as exc:
+            raise ChannelError(f"Cannot open {table_file}") from exc
+        try:
             with os.fdopen(descriptor, "r+b", buffering=0) as stream:
                 fcntl.flock(stream.fileno(), fcntl.LOCK_EX)
                 text = bytes_to_str(stream.read())
-                bound = (
+                rows = (
                     [filesystem.exchange_queue_t(*row) for row in loads(text)]
                     if text.strip()
                     else []
                 )
-                if wanted in bound:
+                edited = edit(rows)
+                if edited is None:
                     return
                 stream.seek(0)
                 stream.truncate()
-                stream.write(str_to_bytes(dumps([wanted, *bound])))
+                stream.write(str_to_bytes(dumps(edited)))
         except OSError as exc:
-            raise ChannelError(f"Cannot bind {queue!r} in {table_file}") from exc
+            raise ChannelError(f"Cannot update {table_file}") from exc
 
     def get_table(self, exchange: str) -> Any:
         # A binder creates the exchange file before it writes the table under its lock; a
@@ -106,6 +140,10 @@ class Channel(filesystem.Channel):
             except ValueError:
                 time.sleep(0.01)
         return super().get_table(exchange)
+
+
+def _table_row(routing_key: str, pattern: str, queue: str) -> Any:
+    return filesystem.exchange_queue_t(routing_key or "", pattern or "", queue or "")
 
 
 class Transport(filesystem.Transport):

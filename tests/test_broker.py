@@ -76,3 +76,25 @@ def test_each_message_put_is_read_once(tmp_path):
     assert received == list(range(5))
     with pytest.raises(Empty):
         channel._get("jobs")
+
+
+def test_deleting_a_queue_takes_only_its_row_out_of_the_table(tmp_path):
+    channel = _channel(tmp_path)
+    channel._queue_bind(EXCHANGE, "", "", "worker-1.pidbox")
+    channel._queue_bind(EXCHANGE, "", "", "worker-2.pidbox")
+
+    channel._delete("worker-1.pidbox", EXCHANGE, "", "")
+
+    assert [row.queue for row in channel.get_table(EXCHANGE)] == ["worker-2.pidbox"]
+
+
+def test_a_delete_that_meets_a_table_file_not_written_yet_leaves_it_to_its_binder(tmp_path):
+    channel = _channel(tmp_path)
+    control = tmp_path / "control"
+    control.mkdir()
+    (control / f"{EXCHANGE}.exchange").write_bytes(b"")
+
+    channel._delete("worker-1.pidbox", EXCHANGE, "", "")
+    channel._queue_bind(EXCHANGE, "", "", "worker-2.pidbox")
+
+    assert [row.queue for row in channel.get_table(EXCHANGE)] == ["worker-2.pidbox"]
