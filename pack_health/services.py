@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import traceback
+import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import timedelta
@@ -453,6 +454,10 @@ def version_publish(
     reason = reason.strip()
     if len(reason) > MAX_REASON_CHARS:
         raise PublishRefused(f"Keep the reason under {MAX_REASON_CHARS} characters.")
+    if any(unicodedata.category(char) == "Cc" and char not in "\n\r\t" for char in reason):
+        # A NUL cannot be stored (PostgreSQL) and other control characters would reach the
+        # version page and the audit log as they are.
+        raise PublishRefused("Write the reason as plain text, without control characters.")
     with transaction.atomic():
         locked = (
             ContractVersion.objects.select_for_update().select_related("pack").get(pk=version.pk)

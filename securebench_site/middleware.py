@@ -1,4 +1,4 @@
-"""Site-wide sign-in requirement, and query strings that text columns can hold."""
+"""Site-wide sign-in requirement, and URLs that text columns can hold."""
 
 from __future__ import annotations
 
@@ -6,7 +6,12 @@ from collections.abc import Callable
 from typing import Any
 
 from django.contrib.auth.middleware import LoginRequiredMiddleware as DjangoLoginRequired
-from django.http import HttpRequest, HttpResponseBadRequest, HttpResponseBase
+from django.http import (
+    HttpRequest,
+    HttpResponseBadRequest,
+    HttpResponseBase,
+    HttpResponseNotFound,
+)
 from rest_framework.views import APIView
 
 
@@ -29,15 +34,21 @@ class LoginRequiredMiddleware(DjangoLoginRequired):
 
 
 class TextQueryMiddleware:
-    """A query string with a NUL character (``?pack=%00``) is answered 400 before any view
-    filters on it: PostgreSQL's text columns cannot hold NUL and refuse the query itself,
-    which would be a server error of ours. (Form bodies are the forms' to check: reading them
-    here would fix their upload handlers too early.)"""
+    """A NUL character in the URL is answered before any view filters on it: PostgreSQL's
+    text columns cannot hold NUL and refuse the query itself, which would be a server error of
+    ours. In the path (``/packs/x%00y/``) it names nothing: 404; in the query string
+    (``?pack=%00``) no parameter can hold it: 400. (Form bodies are the forms' to check:
+    reading them here would fix their upload handlers too early.)"""
 
     def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
         self.get_response = get_response
 
     def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        if "\x00" in request.path_info:
+            return HttpResponseNotFound(
+                "A NUL character in the path: no page, file or API resource is named so.",
+                content_type="text/plain; charset=utf-8",
+            )
         for key, values in request.GET.lists():
             if "\x00" in key or any("\x00" in value for value in values):
                 return HttpResponseBadRequest(

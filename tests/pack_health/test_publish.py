@@ -140,3 +140,33 @@ def test_check_again_queues_a_new_report_for_maintainers_only(failing, maintaine
     ]
     api = client.post("/api/v1/packs/leaky/versions/1/health/check/")
     assert api.status_code == 202 and api.json()["report"]["number"] == 2  # still the open one
+
+
+@pytest.mark.parametrize("control", ["\x00", "\x1b[2J", "\x7f"])
+def test_a_reason_holding_a_control_character_is_refused_on_the_page_and_the_api(
+    failing, maintainer, client, control
+):
+    client.force_login(maintainer)
+    reason = f"Known false positive{control} in the docs."
+
+    page = client.post("/packs/leaky/versions/1/health/publish/", {"reason": reason})
+    api = client.post(
+        "/api/v1/packs/leaky/versions/1/health/publish/",
+        {"reason": reason},
+        content_type="application/json",
+    )
+
+    assert page.status_code == 400 and api.status_code == 400
+    assert "without control characters" in page.content.decode()
+    failing.refresh_from_db()
+    assert failing.state == VersionState.DRAFT
+    assert not AuditEvent.objects.filter(action=AuditAction.PUBLISH_OVERRIDE).exists()
+
+
+def test_a_reason_on_several_lines_is_plain_text(failing, maintainer):
+    reason = "The leaked phrase is an example.\r\n\tv2 removes it."
+
+    services.version_publish(failing, maintainer, reason)
+
+    failing.refresh_from_db()
+    assert failing.publish_reason == reason.strip()

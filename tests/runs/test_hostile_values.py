@@ -115,6 +115,29 @@ def test_a_nul_in_a_query_string_is_a_400_on_every_database(version):
     assert "NUL" in response.content.decode()
 
 
+@pytest.mark.parametrize(
+    "path",
+    [
+        "/packs/x%00y/",
+        "/packs/x%00y/compare/",
+        "/packs/runs-api/v1/tasks/q%001",
+        "/packs/runs-api/v1/files/assets/a%00.txt",
+        "/leaderboards/x%00y/v1/",
+        "/packs/x%00y/versions/1/health/",
+        "/api/v1/packs/x%00y/",
+        "/api/v1/packs/runs-api/versions/1/files/a%00b",
+    ],
+)
+def test_a_nul_in_the_path_names_nothing_on_every_database(version, path):
+    client = Client(raise_request_exception=False)
+    client.force_login(make_user("reader", "viewer"))
+
+    response = client.get(path)
+
+    assert response.status_code == 404
+    assert "NUL" in response.content.decode()
+
+
 def test_a_debug_mode_reason_with_a_control_character_is_refused():
     client = Client()
     client.force_login(make_user("rev", "reviewer"))
