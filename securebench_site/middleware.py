@@ -1,4 +1,4 @@
-"""Site-wide sign-in requirement, and URLs that text columns can hold."""
+"""Site-wide sign-in requirement, URLs that text columns can hold, and caching headers."""
 
 from __future__ import annotations
 
@@ -12,6 +12,7 @@ from django.http import (
     HttpResponseBase,
     HttpResponseNotFound,
 )
+from django.utils.cache import add_never_cache_headers, patch_vary_headers
 from rest_framework.views import APIView
 
 
@@ -56,3 +57,27 @@ class TextQueryMiddleware:
                     content_type="text/plain; charset=utf-8",
                 )
         return self.get_response(request)
+
+
+class CacheHeadersMiddleware:
+    """Two caching rules for every page, partial and API answer (static files are
+    WhiteNoise's, answered before this runs):
+
+    - ``Vary: HX-Request``: views answer an htmx request with a fragment and any other with
+      the whole page, so a cache keyed without the header (the browser's back/forward cache
+      included) would show one for the other (UI.md);
+    - ``Cache-Control: no-store`` on whatever was answered in an active debug mode: a page
+      that may show a sealed value must not outlive the mode in a browser cache, where it could
+      be read again without the server, and so without the audit log.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponseBase]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponseBase:
+        response = self.get_response(request)
+        patch_vary_headers(response, ("HX-Request",))
+        # runs.privileged.debug_mode caches the request's mode here once anything asked.
+        if getattr(request, "_securebench_debug_mode", None):
+            add_never_cache_headers(response)
+        return response

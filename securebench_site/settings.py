@@ -151,6 +151,7 @@ MIDDLEWARE = [
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "securebench_site.middleware.TextQueryMiddleware",
+    "securebench_site.middleware.CacheHeadersMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "securebench_site.middleware.LoginRequiredMiddleware",
