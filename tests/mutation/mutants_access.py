@@ -262,4 +262,13 @@ ACCESS_MUTANTS: tuple[Mutant, ...] = (
         ),
         tests=(DEBUG_TESTS,),
     ),
+    Mutant(
+        id="debug-mode-answers-not-stored",
+        module="securebench_site/middleware.py",
+        defence="whatever is answered in an active debug mode is no-store",
+        find="            add_never_cache_headers(response)",
+        replace="            pass",
+        tests=("tests/test_cache_headers.py",),
+        fast=True,
+    ),
 )

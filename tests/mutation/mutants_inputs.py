@@ -411,4 +411,12 @@ INPUT_MUTANTS: tuple[Mutant, ...] = (
             "(archive-links and archive-zip-symlink-bits are killed)"
         ),
     ),
+    Mutant(
+        id="nul-in-path-refused",
+        module="securebench_site/middleware.py",
+        defence="a NUL in the URL path is a 404 before any view filters on it",
+        find='if "\\x00" in request.path_info:',
+        replace="if False:",
+        tests=("tests/runs/test_hostile_values.py", "-k nul_in_the_path"),
+    ),
 )
