@@ -13,7 +13,7 @@ import os
 import secrets
 import shutil
 import stat
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -85,16 +85,38 @@ def write_candidate_workspace(root: Path, files: Mapping[str, WorkspaceFile]) ->
     return sorted(files)
 
 
-def copy_trusted_file(source: Path, target: Path) -> None:
-    """Copy one trusted pack file (regular files only) to a fresh location."""
+def copy_trusted_file(source: Path, target: Path, root: Path | None = None) -> None:
+    """Copy one trusted pack file (regular files only) to ``target``. Under a candidate's
+    workspace ``root``, trusted content takes precedence: a candidate's file or folder standing
+    where the trusted file or one of its folders goes (a read-only asset's folder renamed away
+    and replaced by a file, say) is removed first."""
     info = os.lstat(source)
     if not stat.S_ISREG(info.st_mode):
         raise ValueError(f"trusted file {source} is not a regular file")
+    if root is not None:
+        _clear_the_way(root, target)
     target.parent.mkdir(parents=True, exist_ok=True)
     if target.is_symlink():
         target.unlink()
     shutil.copyfile(source, target, follow_symlinks=False)
     os.chmod(target, 0o755 if info.st_mode & 0o111 else 0o644)
+
+
+def _clear_the_way(root: Path, target: Path) -> None:
+    for entry in _files_on_the_way(root, target):
+        entry.unlink()
+    if target.is_dir() and not target.is_symlink():
+        shutil.rmtree(target)
+
+
+def _files_on_the_way(root: Path, target: Path) -> Iterator[Path]:
+    """Entries that are not folders (files, links) where the folders from ``root`` down to
+    ``target``'s parent go; lazily, so a caller may remove each before the next is looked at."""
+    current = root
+    for part in target.parent.relative_to(root).parts:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            yield current
 
 
 def layout_task_files(
@@ -113,7 +135,7 @@ def layout_task_files(
         relative = "/".join(part for part in (target_base, rest) if part)
         if not relative:
             relative = item.path.rsplit("/", 1)[-1]
-        copy_trusted_file(item.source, root.joinpath(*relative.split("/")))
+        copy_trusted_file(item.source, root.joinpath(*relative.split("/")), root)
         placed.append(relative)
     return placed
 
@@ -131,7 +153,8 @@ def layout_assets(root: Path, descriptors: Any, files: Iterable[TaskFile]) -> li
             raise ValueError(f"unsafe asset mount {mount!r}")
         singles = [item for item in items if item.path == path]
         if singles:  # a single file mounted at `mount`
-            copy_trusted_file(singles[0].source, root.joinpath(*mount.strip("/").split("/")))
+            target = root.joinpath(*mount.strip("/").split("/"))
+            copy_trusted_file(singles[0].source, target, root)
             placed.append(mount.strip("/"))
             continue
         placed += layout_task_files(root, items, prefix=path, mount=mount)
@@ -139,13 +162,16 @@ def layout_assets(root: Path, descriptors: Any, files: Iterable[TaskFile]) -> li
 
 
 def add_missing_files(source: Path, root: Path) -> None:
-    """Copy regular files from a trusted staging tree into ``root`` where ``root`` has none."""
+    """Copy regular files from a trusted staging tree into ``root`` where ``root`` has none.
+    The candidate's own layout stands: where it put a file in place of a folder of the tree
+    (a writable asset folder replaced by a file), nothing is added below it."""
     for path in sorted(source.rglob("*")):
         if path.is_symlink() or not path.is_file():
             continue
         target = root.joinpath(*path.relative_to(source).parts)
-        if not (target.exists() or target.is_symlink()):
-            copy_trusted_file(path, target)
+        if target.exists() or target.is_symlink() or any(_files_on_the_way(root, target)):
+            continue
+        copy_trusted_file(path, target)
 
 
 def read_only_asset_mounts(descriptors: Any) -> list[str]:

@@ -139,6 +139,51 @@ def test_a_file_where_the_checkers_folder_goes_fails_the_candidate(sandbox: Sand
     assert good.status == "passed", (good.details, good.stderr)
 
 
+def asset_lanes(tmp_path: Path, checker: str, asset: dict[str, Any]) -> TaskLanes:
+    """One asset folder (``notes/readme.txt``) laid out as ``asset`` says."""
+    source = tmp_path / "assets"
+    (source / asset["path"]).mkdir(parents=True)
+    (source / asset["path"] / "readme.txt").write_text("trusted notes\n")
+    return terminal_lanes(
+        {"command": checker},
+        public={"assets": [asset]},
+        files={"assets": files_under(source, asset["path"])},
+    )
+
+
+def test_a_file_where_a_read_only_assets_folder_goes_gives_way_to_the_trusted_copy(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    # The live workspace lets an agent rename the folder above a read-only mount and put a
+    # file in its place; the trusted copy is restored over it, as over any change to it.
+    task = asset_lanes(
+        tmp_path,
+        "grep -q trusted ref/notes/readme.txt && test -f answer.txt",
+        {"path": "notes", "mount": "ref/notes", "read_only": True},
+    )
+    candidate = {"ref": "a file\n", "moved/notes/readme.txt": "agent's\n", "answer.txt": "1\n"}
+
+    verdict = terminal_task.verify(task, Candidate.of_workspace(candidate), sandbox=sandbox)
+
+    assert verdict.status == "passed", (verdict.status, verdict.reason, verdict.details)
+
+
+def test_a_file_where_a_writable_assets_folder_was_is_the_candidates_layout(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    task = asset_lanes(
+        tmp_path, "test -f scratch/readme.txt", {"path": "scratch", "read_only": False}
+    )
+
+    replaced = terminal_task.verify(
+        task, Candidate.of_workspace({"scratch": "a file\n"}), sandbox=sandbox
+    )
+    kept = terminal_task.verify(task, Candidate.of_workspace({}), sandbox=sandbox)
+
+    assert (replaced.status, replaced.reason) == ("failed", Reason.TESTS_FAILED), replaced.details
+    assert kept.status == "passed", (kept.details, kept.stderr)
+
+
 def test_executable_bits_survive(sandbox: Sandbox) -> None:
     task = terminal_lanes({"command": ["./run.sh"]})
     script = WorkspaceFile(b"#!/bin/sh\nexit 0\n", mode=0o755)
