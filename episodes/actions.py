@@ -32,6 +32,7 @@ from episodes.tools import RUN_PYTHON
 from runs.pipeline import worker_name, worker_sandbox
 from verifiers.sandbox import SandboxUnavailable
 from verifiers.snippet import SnippetOutcome, SnippetRejected, run_snippet
+from verifiers.verdict import storable, storable_text
 
 logger = logging.getLogger(__name__)
 POLL_SECONDS = 0.01
@@ -192,7 +193,7 @@ def step_action_run(step_id: int) -> bool:
     if step.action == RUN_PYTHON:
         obs, backend = _run_python(step)
         Step.objects.filter(pk=step_id, state=StepState.RUNNING).update(
-            state=StepState.DONE, observation=obs, sandbox_backend=backend[:32]
+            state=StepState.DONE, observation=storable(obs), sandbox_backend=backend[:32]
         )
         return True
     from episodes import workspaces  # noqa: PLC0415 - workspaces imports lifecycle, which imports this
@@ -202,10 +203,10 @@ def step_action_run(step_id: int) -> bool:
     finished = timezone.now()
     Step.objects.filter(pk=step_id, state=StepState.RUNNING).update(
         state=StepState.DONE,
-        observation=result.obs,
-        error_type=((result.obs.get("error") or {}).get("error_type") or "")[:100],
+        observation=storable(result.obs),
+        error_type=storable_text((result.obs.get("error") or {}).get("error_type") or "")[:100],
         sandbox_backend=result.backend[:32],
-        files_written=list(result.files_written),
+        files_written=storable(list(result.files_written)),
         truncated=result.truncated,
         done=result.truncated,
         finished_at=finished,

@@ -21,6 +21,7 @@ from django.db import DatabaseError, connection
 from django.utils import timezone
 
 from episodes.models import Episode, EpisodeStatus, Step, StepState
+from verifiers.verdict import storable_text
 
 logger = logging.getLogger(__name__)
 FLUSH_SECONDS = 0.5
@@ -51,6 +52,7 @@ class StepProgress:
     def on_output(self, stream: str, text: str) -> None:
         if not text:
             return
+        text = storable_text(text)  # the command's own bytes: a NUL is the agent's to print
         with self._lock:
             self._total += len(text)
             self._tail = (self._tail + text)[-TAIL_CHARS:]

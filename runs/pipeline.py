@@ -41,7 +41,7 @@ from runs.models import (
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 from verifiers.sandbox.docker_engine import pull_observer
 from verifiers.scoring import VerifierSettings, verify
-from verifiers.verdict import ERROR, Reason, Verdict
+from verifiers.verdict import ERROR, Reason, Verdict, storable, storable_text
 
 logger = logging.getLogger(__name__)
 
@@ -338,20 +338,16 @@ def _apply_verdict(result: TaskResult, verdict: Verdict, now: datetime) -> None:
     result.status = verdict.status
     result.score = verdict.score
     result.failure_reason = verdict.reason or ""
-    result.details = verdict.details
-    result.stdout = _no_nul(verdict.stdout)
-    result.stderr = _no_nul(verdict.stderr)
+    # A candidate's sandbox fills these: kept as text every database can hold.
+    result.details = storable(verdict.details)
+    result.stdout = storable_text(verdict.stdout)
+    result.stderr = storable_text(verdict.stderr)
     result.duration_seconds = verdict.duration_seconds
     result.sandbox_backend = verdict.sandbox_backend or ""
     result.sandbox_image = (verdict.sandbox_image or "")[:255]
     result.finished_at = now
     result.lease_token = None
     result.lease_expires_at = None
-
-
-def _no_nul(text: str) -> str:
-    # PostgreSQL text cannot hold NUL; candidate output may contain it.
-    return text.replace("\x00", "\\x00")
 
 
 # --- finishing --------------------------------------------------------------------------------

@@ -140,3 +140,28 @@ def cap_text(text: str, limit: int) -> str:
     half = limit // 2
     cut = len(text) - 2 * half
     return f"{text[:half]}\n… [{cut} characters cut] …\n{text[-half:]}"
+
+
+def storable_text(text: str) -> str:
+    """``text`` as every database, page and log can hold it. A NUL (PostgreSQL's text and
+    jsonb refuse it) and unpaired surrogates (no UTF-8 encoder takes them; a sandbox's file
+    names decoded with ``os.fsdecode`` hold them) become visible backslash escapes."""
+    if "\x00" in text:
+        text = text.replace("\x00", "\\x00")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return text
+
+
+def storable(value: Any) -> Any:
+    """A JSON-like ``value`` with every string in it, keys included, made ``storable_text``:
+    for whatever a candidate's sandbox reported that a row is about to hold."""
+    if isinstance(value, str):
+        return storable_text(value)
+    if isinstance(value, dict):
+        return {storable(key): storable(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return type(value)(storable(item) for item in value)
+    return value

@@ -62,6 +62,7 @@ from tests.episodes.repo_pack import (
     build_repo_pack,
     build_terminal_pack,
 )
+from tests.episodes.test_workspace_lifecycle import step_rows
 from tests.security.sandbox_probes import processes_with_token, wait_for
 from tests.security.test_episode_workspace_escapes import (
     NETWORK_PROBE,
@@ -371,6 +372,40 @@ def test_a_link_out_of_the_workspace_is_a_step_error_not_a_crash(
         assert acted.last["done"] is False and "root:x:0" not in acted.text, acted.last
     assert act(task, "bash", {"command": "echo still-working"}).error is None
     task.close()
+
+
+def test_a_nul_in_the_output_and_a_file_name_that_is_not_utf8_are_shown_escaped(
+    live: LiveSite, built: BuiltPacks
+) -> None:
+    # Neither can be stored as they are (PostgreSQL refuses NUL in text and jsonb; no UTF-8
+    # encoder takes the surrogate os.fsdecode makes of a 0xff byte): the step used to fail as
+    # the site's error with its change kept (PostgreSQL), or break the trajectory (SQLite).
+    opened, task = one_task(live, built.terminal.pack_id)
+    workspace_reset(task)
+
+    acted = bash(task, "touch $'evil-\\xff.txt' && printf 'before\\0after\\n'")
+    task.close()
+
+    assert acted.error is None and "[exit code 0]" in acted.text, acted.last
+    assert "before\\x00after" in acted.text, acted.text
+    steps = step_rows(live, opened.run_id)
+    assert any("evil-\\udcff.txt" in name for s in steps for name in s["files_written"]), steps
+    live.episodes(opened.run_id)
+    result_id = live.shell(
+        "from runs.models import TaskResult; print(TaskResult.objects.get("
+        f"evaluation__run_id={int(opened.run_id)}, evaluation__number=1).pk)"
+    )
+    session = live.site.admin_session()  # another user's run: read in debug mode
+    reason = {"reason": "reading a trajectory", "next": "/packs/"}
+    assert session.post(f"{live.url}/debug-mode/", data=reason, allow_redirects=False).ok
+    base = f"{live.url}/runs/{opened.run_id}/results/{result_id}"
+    page = session.get(f"{base}/trajectory/", timeout=30)
+    transcript = session.get(f"{base}/transcript.jsonl", timeout=30)
+    assert (page.status_code, transcript.status_code) == (200, 200)
+    assert "evil-\\udcff.txt" in page.text, page.text
+    lines = [json.loads(line) for line in transcript.text.splitlines()]
+    assert any("evil-\\udcff.txt" in line["files_written"] for line in lines), lines
+    assert "before\\\\x00after" in transcript.text  # the escape, itself escaped in JSON
 
 
 # --- no sandbox left behind --------------------------------------------------------------------

@@ -7,7 +7,7 @@ from pathlib import Path
 from verifiers.redaction import output_secrets
 from verifiers.scoring import _finalised
 from verifiers.task import TaskFile, TaskLanes
-from verifiers.verdict import REDACTED, failed
+from verifiers.verdict import REDACTED, failed, storable, storable_text
 
 
 def task(**eval_inputs: object) -> TaskLanes:
@@ -51,3 +51,11 @@ def test_stored_output_shows_public_names_and_redacts_sealed_ones():
 
     assert stored.details["actual_candidate_patch_paths"] == ["src/calculator_core.py"]
     assert stored.stderr == f"ran {REDACTED} against src/calculator_core.py"
+
+
+def test_what_a_sandbox_reports_is_made_text_every_database_can_hold():
+    assert storable_text("before\x00after") == "before\\x00after"
+    assert storable_text("evil-\udcff.txt") == "evil-\\udcff.txt"
+    assert storable_text("plain, ünïcode") == "plain, ünïcode"
+    reported = storable({"name\x00": ["x\ud800", ("y", 1)], "n": None})
+    assert reported == {"name\\x00": ["x\\ud800", ("y", 1)], "n": None}
