@@ -210,6 +210,16 @@ def patch_sides(patch: str) -> tuple[str, str] | None:
     return "\n".join(added), "\n".join(base)
 
 
+def _unmarked(text: str) -> str:
+    """Public text as a diff's lines read without their ``+``/``-`` markers (empty for text
+    with none): a gold patch shipped as a ``.patch`` file puts a marker token between every
+    two lines, so no passage of its sealed side (read unmarked) spanned a line break."""
+    lines = text.splitlines()
+    if not any(line[:1] in ("+", "-") for line in lines):
+        return ""
+    return "\n".join(line[1:] if line[:1] in ("+", "-") else line for line in lines)
+
+
 def _numbered(hashes: list[int], known: Iterable[int] = ()) -> dict[int, int]:
     """Each distinct passage hash → its first passage number, less the ``known`` ones."""
     first: dict[int, int] = {}
@@ -546,10 +556,11 @@ class _Audit:
         self._canaries_in(text, place, None)
         if not self.sealed:
             return
-        for number, digest in enumerate(passage_hashes(text)):
-            if digest in self.sealed and digest not in seen:
-                seen.add(digest)
-                self._hit(digest, place, None, lambda t=text, n=number: _passage_text(t, n))
+        for view in (text, _unmarked(text)):
+            for number, digest in enumerate(passage_hashes(view)):
+                if digest in self.sealed and digest not in seen:
+                    seen.add(digest)
+                    self._hit(digest, place, None, lambda t=view, n=number: _passage_text(t, n))
 
     def _archive(self, path: str, handle: IO[bytes], kind: str) -> None:
         budget = MAX_ARCHIVE_BYTES

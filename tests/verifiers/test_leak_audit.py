@@ -338,6 +338,26 @@ def test_the_base_repository_shares_the_patch_context_and_is_clean(tmp_path):
     assert serious(found) == []
 
 
+@pytest.mark.parametrize("name", ["assets/docs/fix.patch", "assets/fixes.diff", "notes.txt"])
+def test_a_gold_patch_shipped_as_a_diff_file_fails(tmp_path, name):
+    # The upstream tool's own SWE-bench pack shipped its gold patches in its public assets.
+    found = audit([repo_task()], [public_file(tmp_path, name, GOLD_PATCH.encode())])
+
+    assert serious(found) == [(FAILING, "reference_in_public", "repo/1")]
+    assert f"public file {name}" in found[0].message
+
+
+def test_a_public_diff_of_other_changes_is_clean(tmp_path):
+    other = GOLD_PATCH.replace(
+        'raise ValueError("variance needs at least two values from the caller")',
+        "return 0.0",
+    ).replace("/ (len(items) - 1)", "/ len(items)")
+
+    found = audit([repo_task()], [public_file(tmp_path, "assets/other.patch", other.encode())])
+
+    assert serious(found) == []
+
+
 def test_a_one_word_fix_of_a_long_line_is_no_leak(tmp_path):
     line = '    message = "the variance of a sample needs at least two values from the caller" + '
     patch = (
