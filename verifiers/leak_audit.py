@@ -592,9 +592,10 @@ class _Audit:
             eval_part = f"; {len(self.unaudited_eval)} eval-root file(s)" * bool(
                 self.unaudited_eval
             )
+            # A warning, not a note: "healthy" has to mean every public byte was read.
             self._emit(
                 "audit_limits",
-                INFO,
+                WARNING,
                 None,
                 "Audited only in part (size caps or unreadable): " + "; ".join(shown) + eval_part,
                 {"not_fully_audited": shown, "eval_files": len(self.unaudited_eval)},

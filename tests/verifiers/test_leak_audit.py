@@ -460,7 +460,7 @@ def test_a_damaged_archive_is_reported_as_audited_in_part(tmp_path):
 
     found = audit([task("t/1")], [broken])
 
-    assert [(f.severity, f.code) for f in found] == [(INFO, "audit_limits")]
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
     assert "data.zip" in found[0].message
 
 
