@@ -206,7 +206,7 @@ def test_the_json_report_shape(make_pack):
     assert set(report["counts"]) == set(CHECKS)
     assert set(report["counts"]["oracle"]) == {"checked", "failing", "warning", "info"}
     assert report["counts"]["oracle"]["checked"] == 4
-    assert report["counts"]["adversarial"]["checked"] == 3 * 3 + 3
+    assert report["counts"]["adversarial"]["checked"] == 3 * 3 + 4
     assert {"median_seconds", "total_seconds", "slowest", "audit_seconds"} <= set(report["timing"])
     assert report["timing"]["sandbox"] is None  # text tasks need no sandbox
     assert report["findings"] == []

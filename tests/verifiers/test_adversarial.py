@@ -14,11 +14,12 @@ import sys
 
 import pytest
 
+from packs.audit import check_task
 from packs.compiler import compile_pack, compiled_task_lanes
 from tests.conftest import EXAMPLES
 from tests.verifiers.test_repo_patch import git, repo_task
 from tests.verifiers.test_terminal_task import terminal_lanes
-from verifiers.adversarial import MAX_ATTACKS, Attack, attack_candidates
+from verifiers.adversarial import MAX_ATTACKS, TEXT_BUDGET, Attack, attack_candidates
 from verifiers.families import FAMILIES
 from verifiers.scoring import VerifierSettings, verify
 from verifiers.task import Candidate, TaskLanes
@@ -114,7 +115,7 @@ def test_answer_spraying_fails_our_multiple_choice_verifier_but_fools_a_naive_on
     "task_id", ["capitals-short-answer/bolivia-passage", "facts-free-response/moon-same-side"]
 )
 def test_echoes_sprays_and_judge_injection_fail_our_text_verifiers(task_id):
-    assert_all_fail(verdicts(example_task(task_id)), 3)
+    assert_all_fail(verdicts(example_task(task_id)), 4)
 
 
 def test_echo_and_keyword_spray_fool_a_containment_grader():
@@ -126,6 +127,71 @@ def test_echo_and_keyword_spray_fool_a_containment_grader():
     for name in ("short_echo_prompt", "short_keyword_spray"):
         assert "sucre" in attacks[name].text.lower()
         assert verify(task, attacks[name]).status == "failed"
+
+
+def free_task(
+    prompt: str, accepted: str, reference: str, rejected: tuple[str, ...] = ()
+) -> TaskLanes:
+    rubric = {"type": "contains_any", "accepted_answers": [accepted]}
+    if rejected:
+        rubric["rejected_answers"] = list(rejected)
+    hidden = {"rubric": rubric, "reference_answer": reference}
+    return TaskLanes("t", "free_response", {"prompt": prompt}, {}, hidden)
+
+
+WESTPHALIA = "In which year was the Peace of Westphalia signed?"
+WATER = "Is water made of hydrogen and oxygen? Answer in one word."
+
+
+def smoke_findings(task: TaskLanes) -> list[tuple[str, str, str | None]]:
+    """The health check of one task as audit_pack runs it: (check, code, attack) each."""
+    findings = check_task(task, VerifierSettings()).findings()
+    return [(f.check, f.code, f.evidence.get("attack")) for f in findings]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "accepted", "reference"),
+    [(WESTPHALIA, "1648", "It was signed in 1648."), (WATER, "yes", "Yes.")],
+    ids=["year", "yes"],
+)
+def test_vocabulary_spray_passes_a_rubric_accepting_a_bare_word_and_the_smoke_reports_it(
+    prompt, accepted, reference
+):
+    # Neither the prompt nor its keyword spray holds the answer; a generic list does.
+    task = free_task(prompt, accepted, reference)
+
+    assert smoke_findings(task) == [("adversarial", "attack_passed", "free_vocabulary_spray")]
+
+
+@pytest.mark.parametrize(
+    ("prompt", "accepted", "reference", "rejected"),
+    [
+        (WESTPHALIA, "1648", "It was signed in 1648.", ("1618",)),
+        (WATER, "yes", "Yes.", ("no",)),
+        (WESTPHALIA, "signed in 1648", "It was signed in 1648.", ()),
+    ],
+    ids=["year_rejecting_1618", "yes_rejecting_no", "phrase"],
+)
+def test_a_rubric_rejecting_a_wrong_answer_or_asking_a_phrase_defeats_every_spray(
+    prompt, accepted, reference, rejected
+):
+    task = free_task(prompt, accepted, reference, rejected)
+
+    assert_all_fail(verdicts(task), 4)
+    assert smoke_findings(task) == []
+
+
+@pytest.mark.parametrize("accepted", ["yes", "1648", 1648, "B"])
+def test_vocabulary_spray_fails_short_answer_as_a_guess_list(accepted):
+    task = TaskLanes(
+        "t", "short_answer", {"question": "Name it."}, {}, {"accepted_answers": [accepted]}
+    )
+    spray = attacks_by_name(task)["short_vocabulary_spray"]
+
+    # Whole and within the answer cap; a grader taking the answer as any word would pass it.
+    assert len(spray.text) <= TEXT_BUDGET and spray.text.endswith(", 2099, 2100")
+    assert str(accepted).lower() in re.findall(r"\w+", spray.text.lower())
+    assert verify(task, spray).status == "failed"
 
 
 # --- code_completion ----------------------------------------------------------------------------

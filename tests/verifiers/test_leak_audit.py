@@ -188,7 +188,7 @@ def test_a_short_hidden_answer_inside_its_own_question_fails():
         "qa/2",
         "short_answer",
         public={"question": "Where was it signed?"},
-        hidden={"accepted_answers": ["the city of Osnabrueck in Lower Saxony"]},
+        hidden={"accepted_answers": ["the old town hall of Muenster in Westphalia"]},
     )
 
     found = audit([leaky, clean])

@@ -1,0 +1,331 @@
+"""Where the leak audit looks: short values everywhere public, containers inside containers,
+other encodings, binary files, eval-root copies that differ only in spacing, names and keys.
+Each leak has a clean twin that must stay clean (red-team findings, issue 14)."""
+
+from __future__ import annotations
+
+import codecs
+import gzip
+import io
+import json
+import lzma
+import sqlite3
+import tarfile
+import zlib
+from pathlib import Path
+
+import lz4.frame
+import pytest
+import zstandard
+
+from tests.verifiers.test_leak_audit import (
+    ANSWER,
+    _tar_gz,
+    _zip,
+    audit,
+    public_file,
+    serious,
+    task,
+)
+from verifiers.health import FAILING, WARNING
+
+SHORT = "Treaty of Westphalia in 1648"
+SHORT_TWIN = "Treaty of Westphalia in 1700"  # numbers count in a short value
+
+
+def short_task(task_id: str = "qa/1") -> object:
+    return task(
+        task_id,
+        "short_answer",
+        public={"question": "Which peace ended the Thirty Years War, and when?"},
+        hidden={"accepted_answers": [SHORT]},
+    )
+
+
+# --- short values -----------------------------------------------------------------------------
+
+
+def test_a_short_answer_in_a_public_file_fails_and_its_twin_does_not(tmp_path):
+    leaked = public_file(tmp_path, "assets/key.txt", f"qa/1: {SHORT}\n".encode())
+    twin = public_file(tmp_path, "assets/other.txt", f"qa/1: {SHORT_TWIN}\n".encode())
+
+    found = audit([short_task()], [leaked, twin])
+
+    assert serious(found) == [(FAILING, "reference_in_public", "qa/1")]
+    assert "public file assets/key.txt" in found[0].message
+    assert "other.txt" not in found[0].message
+    assert "Westphalia" not in found[0].message + json.dumps(found[0].evidence)
+    assert found[0].sealed_evidence["value"] == SHORT
+
+
+@pytest.mark.parametrize("order", ["leak_first", "leak_last"])
+def test_a_short_answer_in_another_tasks_prompt_fails(order):
+    shower = task("qa/2", "short_answer", public={"question": f"After the {SHORT}, what?"})
+    tasks = [shower, short_task()] if order == "leak_first" else [short_task(), shower]
+
+    assert serious(audit(tasks)) == [(FAILING, "reference_in_public", "qa/1")]
+
+
+def test_a_short_answer_split_between_two_places_is_not_whole():
+    first = task("qa/2", public={"question": "Treaty of Westphalia in"})
+    second = task("qa/3", public={"question": "Westphalia in 1648 it was"})
+
+    assert serious(audit([short_task(), first, second])) == []
+
+
+def test_a_one_line_code_solution_in_a_public_file_fails(tmp_path):
+    solution = "    return sorted(set(values), reverse=True)\n"  # 5 words: no passage
+    owner = task(
+        "code/1",
+        "code_completion",
+        public={"prompt": "def by_size(values):\n    '''Distinct values, largest first.'''\n"},
+        hidden={"canonical_solution": solution},
+    )
+    leaked = public_file(tmp_path, "assets/solutions.py", f"# code/1\n{solution}".encode())
+    twin = public_file(tmp_path, "assets/other.py", b"    return sorted(values)\n")
+
+    assert serious(audit([owner], [twin])) == []
+    assert serious(audit([owner], [leaked, twin])) == [(FAILING, "reference_in_public", "code/1")]
+
+
+def test_a_short_answer_as_a_file_or_member_name_fails(tmp_path):
+    named = public_file(tmp_path, "answers/treaty_of_westphalia_in_1648.txt", b"see name\n")
+    member = public_file(tmp_path, "bundle.zip", _zip({"qa-1/Treaty-of-Westphalia-in-1648": b""}))
+    twin = public_file(tmp_path, "answers/treaty_of_westphalia.txt", b"see name\n")
+
+    assert serious(audit([short_task()], [twin])) == []
+    for leak in (named, member):
+        assert serious(audit([short_task()], [leak, twin])) == [
+            (FAILING, "reference_in_public", "qa/1")
+        ]
+
+
+def test_a_value_in_a_public_dict_key_fails():
+    leaky = task("essay/2", public={"question": "Discuss.", "hints": {ANSWER: "yes"}})
+    owner = task("essay/1", hidden={"reference_answer": ANSWER})
+    twin = task("essay/2", public={"question": "Discuss.", "hints": {"think of treaties": "x"}})
+
+    assert serious(audit([owner, twin])) == []
+    assert serious(audit([owner, leaky])) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+# --- multiple-choice answers: stated in tasks, not in files -------------------------------------
+
+
+def test_a_multiple_choice_answer_text_in_a_public_file_fails(tmp_path):
+    answer = "the treaty signed at Osnabrueck"
+    tasks = [
+        task(
+            "mc/1",
+            "multiple_choice",
+            public={"question": "Which?", "choices": [answer, "a treaty signed at Utrecht"]},
+            hidden={"answer": answer},
+        ),
+        # Choices recur across tasks: another task offering the same text is no leak.
+        task(
+            "mc/2",
+            "multiple_choice",
+            public={"question": "And?", "choices": ["a treaty signed at Utrecht", answer]},
+            hidden={"answer": "a treaty signed at Utrecht"},
+        ),
+    ]
+    key = public_file(tmp_path, "answer_key.txt", f"mc/1 {answer}\n".encode())
+
+    assert serious(audit(tasks)) == []
+    assert serious(audit(tasks, [key])) == [(FAILING, "hidden_value_in_public", "mc/1")]
+
+
+# --- containers and encodings -------------------------------------------------------------------
+
+
+def _tar(members: dict[str, bytes]) -> bytes:
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as archive:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            archive.addfile(info, io.BytesIO(data))
+    return buffer.getvalue()
+
+
+def _sqlite(text: str, tmp_path: Path) -> bytes:
+    path = tmp_path / "scratch.sqlite3"
+    path.unlink(missing_ok=True)
+    with sqlite3.connect(path) as db:
+        db.execute("create table notes (body text)")
+        db.execute("insert into notes values (?)", (text,))
+    data = path.read_bytes()
+    path.unlink()
+    return data
+
+
+def _pdf(text: str) -> bytes:
+    page = zlib.compress(f"BT /F1 12 Tf 72 712 Td ({text}) Tj ET".encode())
+    head = f"1 0 obj\n<< /Length {len(page)} /Filter /FlateDecode >>\nstream\n".encode()
+    return b"%PDF-1.4\n%\xe2\xe3\xcf\xd3\n" + head + page + b"\nendstream\nendobj\n%%EOF\n"
+
+
+def _notebook(text: str) -> bytes:
+    words = text.split(" ")
+    lines = [" ".join(words[i : i + 3]) + "\n" for i in range(0, len(words), 3)]
+    cells = [{"cell_type": "markdown", "metadata": {}, "source": lines}]
+    return json.dumps({"cells": cells, "nbformat": 4}, indent=1).encode()
+
+
+def _html(text: str) -> bytes:
+    words = text.split(" ")
+    marked = " ".join(f"<b>{w}</b>" if i % 4 == 1 else w for i, w in enumerate(words))
+    return f"<html><body><p>{marked.replace(' of ', ' &#111;f ')}</p></body></html>".encode()
+
+
+CONTAINERS = {
+    "zip in tar": ("bundle.tar", lambda d, _: _tar({"inner.zip": _zip({"notes.txt": d})})),
+    "gz in zip": ("bundle.zip", lambda d, _: _zip({"notes.txt.gz": gzip.compress(d)})),
+    "gz in gz": ("notes.gz.gz", lambda d, _: gzip.compress(gzip.compress(d))),
+    "tar.gz in zip": ("b.zip", lambda d, _: _zip({"in.tar.gz": _tar_gz({"notes.txt": d})})),
+    "zstd": ("notes.txt.zst", lambda d, _: zstandard.ZstdCompressor().compress(d)),
+    "lz4": ("notes.txt.lz4", lambda d, _: lz4.frame.compress(d)),
+    "lzma": ("notes.txt.lzma", lambda d, _: lzma.compress(d, format=lzma.FORMAT_ALONE)),
+    "zlib": ("notes.z", lambda d, _: zlib.compress(d)),
+    "utf-16 with a mark": (
+        "notes.txt",
+        lambda d, _: codecs.BOM_UTF16_LE + d.decode().encode("utf-16-le"),
+    ),
+    "utf-16 without": ("notes.txt", lambda d, _: d.decode().encode("utf-16-be")),
+    "utf-32": ("notes.txt", lambda d, _: d.decode().encode("utf-32")),
+    "sqlite": ("notes.sqlite3", lambda d, tmp: _sqlite(d.decode(), tmp)),
+    "pdf": ("notes.pdf", lambda d, _: _pdf(d.decode())),
+    "notebook": ("notes.ipynb", lambda d, _: _notebook(d.decode())),
+    "html": ("notes.html", lambda d, _: _html(d.decode())),
+}
+
+
+@pytest.mark.parametrize("kind", list(CONTAINERS))
+def test_an_answer_inside_nested_containers_and_other_encodings_fails(tmp_path, kind):
+    name, pack = CONTAINERS[kind]
+    owner = task("essay/1", hidden={"reference_answer": ANSWER})
+    leaked = public_file(tmp_path, f"data/{name}", pack(ANSWER.encode(), tmp_path))
+    twin = public_file(tmp_path, f"clean/{name}", pack(b"notes about something else", tmp_path))
+
+    assert serious(audit([owner], [twin])) == []
+    found = audit([owner], [leaked, twin])
+    assert serious(found) == [(FAILING, "reference_in_public", "essay/1")]
+    assert f"public file data/{name}" in found[0].message
+
+
+@pytest.mark.parametrize("kind", ["zstd", "utf-16 without", "sqlite", "pdf"])
+def test_a_short_answer_and_a_canary_are_found_there_too(tmp_path, kind):
+    name, pack = CONTAINERS[kind]
+    leaked = public_file(tmp_path, f"data/{name}", pack(f"key: {SHORT}".encode(), tmp_path))
+    marked = public_file(tmp_path, f"mark/{name}", pack(b"SB-CANARY 41d8 inside", tmp_path))
+
+    assert serious(audit([short_task()], [leaked])) == [(FAILING, "reference_in_public", "qa/1")]
+    found = audit([task("t/1")], [marked], canaries=("SB-CANARY 41d8",))
+    assert serious(found) == [(FAILING, "canary_in_public", None)]
+
+
+def test_text_that_starts_like_a_zlib_header_is_read_as_text(tmp_path):
+    owner = task("essay/1", hidden={"reference_answer": ANSWER})
+    leaked = public_file(tmp_path, "formula.txt", f"x^2 is the key. {ANSWER}".encode())
+
+    assert serious(audit([owner], [leaked])) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+def test_what_cannot_be_read_is_listed_as_a_warning(tmp_path):
+    locked = bytearray(_zip({"locked/answers.txt": b"sealed " * 8, "readme.txt": b"plain"}))
+    for header, flags_at in ((b"PK\x03\x04", 6), (b"PK\x01\x02", 8)):  # the first member's
+        locked[locked.index(header) + flags_at] |= 0x1  # "encrypted" bit: unreadable without key
+    many = _zip({f"m/{n:04}.txt": b"x" for n in range(2003)})
+    files = [
+        public_file(tmp_path, "locked.zip", bytes(locked)),
+        public_file(tmp_path, "many.zip", many),
+    ]
+
+    found = audit([task("t/1")], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "locked.zip!locked/answers.txt (encrypted" in found[0].message
+    assert "many.zip (3 members past 2000)" in found[0].message
+
+
+def test_a_name_past_the_member_cap_is_still_read(tmp_path):
+    members = {f"m/{n:04}.txt": b"x" for n in range(2000)}
+    members["late/treaty-of-westphalia-in-1648.txt"] = b"x"
+    files = [public_file(tmp_path, "many.zip", _zip(members))]
+
+    assert ("failing", "reference_in_public", "qa/1") in serious(audit([short_task()], files))
+
+
+def test_containers_nested_past_the_depth_cap_are_listed(tmp_path):
+    data = ANSWER.encode()
+    for _ in range(6):
+        data = gzip.compress(data)
+    files = [public_file(tmp_path, "deep.gz", data)]
+
+    found = audit([task("essay/1", hidden={"reference_answer": ANSWER})], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "deep.gz (containers nested deeper than 4" in found[0].message
+
+
+# --- eval-root files ------------------------------------------------------------------------------
+
+
+def test_a_small_eval_file_copied_with_other_line_endings_fails(tmp_path):
+    sealed = public_file(tmp_path, "t1/expected.txt", b"forty two apples\nand a pear\n", "eval")
+    crlf = public_file(tmp_path, "copy/expected.txt", b"forty two apples\r\nand a pear")
+    other = public_file(tmp_path, "copy/other.txt", b"forty two apples\nand a plum\n")
+
+    found = audit([task("t/1")], [sealed, crlf, other])
+
+    same = [f.evidence["public_path"] for f in found if f.code == "hidden_file_is_public"]
+    assert same == ["copy/expected.txt"]
+
+
+def test_an_eval_archive_member_published_as_a_plain_file_fails(tmp_path):
+    checker = b"def test_output():\n    assert open('out.txt').read() == 'done'\n"
+    sealed = public_file(tmp_path, "t1/tests.tar.gz", _tar_gz({"test_out.py": checker}), "eval")
+    copy = public_file(tmp_path, "copy/test_out.py", checker)
+
+    found = audit([task("t/1")], [sealed, copy])
+
+    same = [f.evidence["public_path"] for f in found if f.code == "hidden_file_is_public"]
+    assert same == ["copy/test_out.py"]
+
+
+def test_a_short_eval_file_quoted_in_a_public_file_fails(tmp_path):
+    sealed = public_file(tmp_path, "t1/flag.txt", b"the vault code is amber falcon 7731\n", "eval")
+    quoted = public_file(
+        tmp_path, "notes.md", b"# Notes\nReminder: The vault code is Amber Falcon 7731."
+    )
+    twin = public_file(
+        tmp_path, "other.md", b"# Notes\nReminder: the vault code is amber falcon 1234."
+    )
+
+    assert serious(audit([task("t/1")], [sealed, twin])) == []
+    assert serious(audit([task("t/1")], [sealed, quoted])) == [
+        (FAILING, "hidden_value_in_public", None)
+    ]
+
+
+# --- boilerplate shared by many sealed values ---------------------------------------------------
+
+BOILERPLATE = (
+    "import pytest\nfrom solution import run\n\n"
+    "def helper_compare(left, right):\n    assert left == right, f'expected {right} got {left}'\n\n"
+    "def helper_load(path):\n    with open(path) as handle:\n        return handle.read().strip()\n"
+)
+
+
+@pytest.mark.parametrize("leaked_index", [0, 69])
+def test_a_leaked_value_is_judged_on_its_own_text_not_shared_boilerplate(tmp_path, leaked_index):
+    def own(n: int) -> str:
+        words = " ".join(f"w{n}x{k}" for k in range(12))
+        return f"def test_case_{n}():\n    helper_compare(run('{words}'), {n})\n"
+
+    tasks = [task(f"c/{n}", inputs={"tests": {"code": BOILERPLATE + own(n)}}) for n in range(70)]
+    leaked = public_file(tmp_path, "leak.py", own(leaked_index).encode())
+
+    assert serious(audit(tasks, [leaked])) == [
+        (FAILING, "hidden_tokens_in_public", f"c/{leaked_index}")
+    ]

@@ -1,0 +1,363 @@
+"""Reading whatever a pack ships as the text an agent could get out of it.
+
+Containers are walked, nested within each other (a zip inside a tar, a gzip inside a zip),
+in memory and within a byte budget: zip and tar archives; gzip, bzip2, xz, lzma, Zstandard,
+LZ4 and zlib streams. Text is read as UTF-8, or UTF-16/32 when a byte-order mark or the
+pattern of zero bytes says so. A binary file is read as its printable runs (what ``strings``
+shows: the text in an SQLite database or an uncompressed PDF) and the zlib streams inside it
+(a PDF's compressed pages). Whatever is left unread is reported, never skipped in silence.
+"""
+
+from __future__ import annotations
+
+import bz2
+import codecs
+import gzip
+import io
+import lzma
+import re
+import tarfile
+import zipfile
+import zlib
+from dataclasses import dataclass
+from hashlib import sha256
+from typing import IO, Protocol
+
+import lz4.frame
+import zstandard
+
+from verifiers.leak_audit.text import normalise
+
+MAX_FILE_BYTES = 8 * 1024 * 1024  # read of one file or member
+MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  # read of one top-level file, all it contains together
+MAX_ARCHIVE_MEMBERS = 2000  # per archive
+MAX_DEPTH = 4  # containers inside containers
+MAX_EMBEDDED_STREAMS = 256  # zlib streams looked for in one binary file
+CHUNK_BYTES = 64 * 1024
+OVERLAP_CHARS = 2048  # text carried into the next chunk, so passages across the cut are seen
+HEAD_BYTES = 512
+
+# What a damaged or hostile container raises while it is read.
+UNREADABLE = (
+    OSError,
+    EOFError,
+    ValueError,
+    RuntimeError,
+    NotImplementedError,
+    zlib.error,
+    lzma.LZMAError,
+    zipfile.BadZipFile,
+    tarfile.TarError,
+    zstandard.ZstdError,
+)
+_NOT_PRINTABLE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+_ZLIB_HEADER = re.compile(rb"\x78[\x01\x5e\x9c\xda]")
+
+
+class FileReader(Protocol):
+    """What the walker hands one file's (or member's) content to."""
+
+    def text(self, carried: str, new: str) -> None: ...
+    def binary(self, carried: bytes, new: bytes) -> None: ...
+    def close(self, complete: bool, digest: str, text_digest: str | None) -> None: ...
+
+
+class Visitor(Protocol):
+    def open(self, path: str) -> FileReader: ...
+    def note(self, what: str) -> None: ...
+
+
+@dataclass
+class _Budget:
+    left: int  # bytes still to read
+
+
+def container_kind(head: bytes) -> str | None:
+    """The container a file's first bytes announce, or None for plain content."""
+    if head[:4] in (b"PK\x03\x04", b"PK\x05\x06", b"PK\x07\x08"):
+        return "zip"
+    if head[257:262] == b"ustar":
+        return "tar"
+    magic = {
+        b"\x1f\x8b": "gz",
+        b"BZh": "bz2",
+        b"\xfd7zXZ\x00": "xz",
+        b"\x5d\x00\x00": "lzma",
+        b"\x28\xb5\x2f\xfd": "zst",
+        b"\x04\x22\x4d\x18": "lz4",
+    }
+    for prefix, kind in magic.items():
+        if head.startswith(prefix):
+            return kind
+    if len(head) >= 2 and _ZLIB_HEADER.match(head) and ((head[0] << 8) | head[1]) % 31 == 0:
+        return "zlib" if _inflates(head) else None
+    return None
+
+
+def _inflates(head: bytes) -> bool:
+    """Whether bytes that start like a zlib stream are one: text can start with "x^" too, and
+    read as a stream, text soon breaks the format or ends short of the stream's end."""
+    inflater = zlib.decompressobj()
+    try:
+        inflater.decompress(head)
+    except zlib.error:
+        return False
+    return inflater.eof or len(head) >= HEAD_BYTES
+
+
+def text_encoding(sample: bytes) -> str | None:
+    """The encoding of a file from its first bytes; None for binary content."""
+    boms = (
+        (codecs.BOM_UTF32_LE, "utf-32-le"),
+        (codecs.BOM_UTF32_BE, "utf-32-be"),
+        (codecs.BOM_UTF8, "utf-8-sig"),
+        (codecs.BOM_UTF16_LE, "utf-16-le"),
+        (codecs.BOM_UTF16_BE, "utf-16-be"),
+    )
+    for bom, encoding in boms:
+        if sample.startswith(bom):
+            return encoding
+    head = sample[:8192]
+    if b"\0" not in head:
+        # Mostly valid UTF-8 is text (a stray Latin-1 byte aside); compressed or packed bytes
+        # (a PDF's streams) are binary, and read as such.
+        invalid = head.decode("utf-8", errors="replace").count("\ufffd")
+        return "utf-8" if invalid <= 3 + len(head) // 100 else None
+    pairs = max(len(head) // 2, 1)
+    even_zeros = head[0::2].count(0) / pairs
+    odd_zeros = head[1::2].count(0) / pairs
+    if odd_zeros > 0.3 and even_zeros < 0.02:  # ASCII-range text in UTF-16, no mark
+        return "utf-16-le"
+    if even_zeros > 0.3 and odd_zeros < 0.02:
+        return "utf-16-be"
+    return None
+
+
+def printable_runs(data: bytes) -> str:
+    """A binary file's text as ``strings`` would show it (runs between control bytes)."""
+    return _NOT_PRINTABLE.sub(b"\n", data).decode("utf-8", errors="replace")
+
+
+class _Inflating(io.RawIOBase):
+    """A zlib stream read as a file (the standard library has no file object for it)."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self.source, self.inflater, self.pending = source, zlib.decompressobj(), b""
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self.pending and not self.inflater.eof:
+            data = self.inflater.unconsumed_tail or self.source.read(CHUNK_BYTES)
+            if not data:
+                break
+            self.pending = self.inflater.decompress(data, CHUNK_BYTES)
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
+
+
+class _Peeked(io.RawIOBase):
+    """A stream whose first bytes were read already to see what it holds."""
+
+    def __init__(self, head: bytes, rest: IO[bytes]) -> None:
+        self.head, self.rest = head, rest
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        if self.head:
+            size = min(len(buffer), len(self.head))
+            buffer[:size] = self.head[:size]
+            self.head = self.head[size:]
+            return size
+        data = self.rest.read(len(buffer))
+        buffer[: len(data)] = data
+        return len(data)
+
+
+def _decompressed(kind: str, stream: IO[bytes]) -> IO[bytes]:
+    if kind == "gz":
+        return gzip.GzipFile(fileobj=stream)
+    if kind == "bz2":
+        return bz2.BZ2File(stream)
+    if kind in ("xz", "lzma"):
+        return lzma.LZMAFile(stream)
+    if kind == "zst":
+        return zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True)
+    if kind == "lz4":
+        return lz4.frame.LZ4FrameFile(stream)
+    return io.BufferedReader(_Inflating(stream))
+
+
+class Walker:
+    """Walks one top-level file for a visitor, within MAX_ARCHIVE_BYTES."""
+
+    def __init__(self, visitor: Visitor) -> None:
+        self.visitor = visitor
+
+    def walk(self, path: str, stream: IO[bytes]) -> None:
+        budget = _Budget(MAX_ARCHIVE_BYTES)
+        self._item(path, stream, budget, 0, seekable=True)
+
+    def _item(
+        self, path: str, stream: IO[bytes], budget: _Budget, depth: int, *, seekable: bool
+    ) -> None:
+        head = stream.read(HEAD_BYTES)
+        kind = container_kind(head)
+        if kind is not None and depth >= MAX_DEPTH:
+            self.visitor.note(f"{path} (containers nested deeper than {MAX_DEPTH}: not read)")
+            return
+        if kind is None:
+            self._content(path, _Peeked(head, stream), budget, depth)
+            return
+        if seekable:
+            stream.seek(0)
+        else:
+            stream = io.BufferedReader(_Peeked(head, stream))
+        try:
+            if kind == "zip":
+                self._zip(path, stream, budget, depth, seekable=seekable)
+            elif kind == "tar":
+                self._tar(path, stream, budget, depth)
+            else:
+                self._stream(path, kind, stream, budget, depth)
+        except UNREADABLE:
+            self.visitor.note(f"archive {path} (damaged: not read to the end)")
+
+    def _stream(self, path: str, kind: str, stream: IO[bytes], budget: _Budget, depth: int) -> None:
+        inner = _decompressed(kind, stream)
+        head = inner.read(HEAD_BYTES)
+        rest = _Peeked(head, inner)
+        if container_kind(head) is not None:
+            self._item(path, io.BufferedReader(rest), budget, depth + 1, seekable=False)
+        else:
+            self._content(f"{path}!(decompressed)", rest, budget, depth)
+
+    def _zip(
+        self, path: str, stream: IO[bytes], budget: _Budget, depth: int, *, seekable: bool
+    ) -> None:
+        if not seekable:  # a zip is read from its end: hold a nested one in memory
+            data = stream.read(min(MAX_FILE_BYTES, budget.left) + 1)
+            if len(data) > min(MAX_FILE_BYTES, budget.left):
+                self.visitor.note(f"archive {path} (nested zip past {MAX_FILE_BYTES} bytes)")
+                return
+            budget.left -= len(data)
+            stream = io.BytesIO(data)
+        with zipfile.ZipFile(stream) as archive:
+            members = [info for info in archive.infolist() if not info.is_dir()]
+            self._names(path, [info.filename for info in members[MAX_ARCHIVE_MEMBERS:]])
+            for info in members[:MAX_ARCHIVE_MEMBERS]:
+                inner = f"{path}!{info.filename}"
+                if info.flag_bits & 0x1:
+                    self.visitor.note(f"{inner} (encrypted: not read)")
+                    self.visitor.open(inner).close(False, "", None)
+                    continue
+                try:
+                    with archive.open(info) as member:
+                        self._item(inner, member, budget, depth + 1, seekable=False)
+                except (NotImplementedError, RuntimeError, zipfile.BadZipFile, *UNREADABLE):
+                    self.visitor.note(f"{inner} (compression not supported or damaged: not read)")
+                if budget.left <= 0:
+                    self.visitor.note(f"archive {path} (read budget spent: not read to the end)")
+                    return
+
+    def _tar(self, path: str, stream: IO[bytes], budget: _Budget, depth: int) -> None:
+        # Streaming mode: members are read in order, never seeking back.
+        with tarfile.open(fileobj=stream, mode="r|") as archive:
+            skipped: list[str] = []
+            for count, info in enumerate(archive):
+                if not info.isfile():
+                    continue
+                if count >= MAX_ARCHIVE_MEMBERS:
+                    skipped.append(info.name)
+                    continue
+                member = archive.extractfile(info)
+                if member is not None:
+                    self._item(f"{path}!{info.name}", member, budget, depth + 1, seekable=False)
+                if budget.left <= 0:
+                    self.visitor.note(f"archive {path} (read budget spent: not read to the end)")
+                    return
+            self._names(path, skipped)
+
+    def _names(self, path: str, skipped: list[str]) -> None:
+        """Members past the cap: their names are still public text; their content is noted."""
+        if not skipped:
+            return
+        self.visitor.note(f"archive {path} ({len(skipped)} members past {MAX_ARCHIVE_MEMBERS})")
+        for name in skipped:
+            self.visitor.open(f"{path}!{name}").close(False, "", None)
+
+    def _content(self, path: str, stream: IO[bytes], budget: _Budget, depth: int) -> None:
+        """Read plain content in overlapping chunks, up to the file and budget caps."""
+        limit = min(MAX_FILE_BYTES, budget.left)
+        reader = self.visitor.open(path)
+        first = stream.read(min(CHUNK_BYTES, limit))
+        encoding = text_encoding(first)
+        digest = sha256(first)
+        read = len(first)
+        if encoding is None:
+            data = bytearray(first)
+            while read < limit and (more := stream.read(min(CHUNK_BYTES, limit - read))):
+                data += more
+                read += len(more)
+                digest.update(more)
+            complete = not stream.read(1)
+            budget.left -= read
+            self._binary(path, bytes(data), reader, budget, depth)
+            text_digest = None
+        else:
+            decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+            text = decoder.decode(first)
+            small = text
+            reader.text("", text)
+            carried = text[-OVERLAP_CHARS:]
+            while read < limit and (more := stream.read(min(CHUNK_BYTES, limit - read))):
+                read += len(more)
+                digest.update(more)
+                text = decoder.decode(more)
+                small = None
+                reader.text(carried, text)
+                carried = (carried + text)[-OVERLAP_CHARS:]
+            complete = not stream.read(1)
+            budget.left -= read
+            text_digest = _text_digest(small) if complete and small is not None else None
+        if not complete:
+            self.visitor.note(f"public file {path} (read to {read} bytes)")
+        reader.close(complete, digest.hexdigest(), text_digest)
+
+    def _binary(
+        self, path: str, data: bytes, reader: FileReader, budget: _Budget, depth: int
+    ) -> None:
+        reader.binary(b"", data)
+        reader.text("", printable_runs(data))
+        if depth >= MAX_DEPTH:
+            return
+        for count, match in enumerate(_ZLIB_HEADER.finditer(data)):
+            if count >= MAX_EMBEDDED_STREAMS or budget.left <= 0:
+                return
+            inflater = zlib.decompressobj()
+            try:
+                inflated = inflater.decompress(
+                    data[match.start() :], min(MAX_FILE_BYTES, budget.left)
+                )
+            except zlib.error:
+                continue
+            if len(inflated) >= 16:  # a real stream, not two bytes that look like a header
+                budget.left -= len(inflated)
+                self._item(
+                    f"{path}!@{match.start()}",
+                    io.BytesIO(inflated),
+                    budget,
+                    depth + 1,
+                    seekable=True,
+                )
+
+
+def _text_digest(text: str) -> str:
+    """The digest of a small text file with case and whitespace aside: a copy with another
+    line ending or a trailing newline is the same file."""
+    return sha256(normalise(text).encode("utf-8", "surrogatepass")).hexdigest()
