@@ -329,3 +329,28 @@ def test_a_leaked_value_is_judged_on_its_own_text_not_shared_boilerplate(tmp_pat
     assert serious(audit(tasks, [leaked])) == [
         (FAILING, "hidden_tokens_in_public", f"c/{leaked_index}")
     ]
+
+
+def test_a_compressed_tar_stops_after_a_member_read_in_part(tmp_path):
+    # Reading on would decompress the rest of the big member only to skip it: the archive is
+    # listed as read in part instead (a warning), whatever follows.
+    big = b"\0" * (9 * 1024 * 1024)
+    archive = _tar_gz({"big.bin": big, "after/notes.txt": ANSWER.encode()})
+    files = [public_file(tmp_path, "data/big.tar.gz", archive)]
+
+    found = audit([task("essay/1", hidden={"reference_answer": ANSWER})], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "data/big.tar.gz (stopped after a member read in part)" in found[0].message
+
+
+def test_an_eval_file_past_the_read_cap_is_still_matched_by_its_digest(tmp_path):
+    content = b"".join(b"row %d of the sealed table\n" % n for n in range(400_000))
+    assert len(content) > 8 * 1024 * 1024
+    sealed = public_file(tmp_path, "t1/table.txt", content, "eval")
+    copy = public_file(tmp_path, "copy/table.txt", content)
+
+    found = audit([task("t/1")], [sealed, copy])
+
+    same = [f.evidence["public_path"] for f in found if f.code == "hidden_file_is_public"]
+    assert same == ["copy/table.txt"]

@@ -295,6 +295,7 @@ class Audit:
         public: list[AuditFile] = []
         for audit_file in files:
             if audit_file.root == "eval":
+                self._eval_digest(audit_file)
                 self._read(audit_file, _EvalVisitor(self, audit_file.path))
             else:
                 public.append(audit_file)
@@ -304,6 +305,16 @@ class Audit:
             self._read(audit_file, _PublicVisitor(self))
         self.public_text(self.title, ("title", ""), set())
         self.public_text(self.description, ("description", ""), set())
+
+    def _eval_digest(self, audit_file: AuditFile) -> None:
+        """An eval-root file's own digest, whatever its size (its text is read in part)."""
+        try:
+            with audit_file.source.open("rb") as handle:
+                head = handle.read(4096)
+        except OSError:
+            return  # the walk that follows notes it
+        if len(head.strip()) >= MIN_FILE_BYTES:
+            self.eval_hashes.setdefault(audit_file.sha256, audit_file.path)
 
     def _read(self, audit_file: AuditFile, visitor: _PublicVisitor | _EvalVisitor) -> None:
         try:
@@ -508,6 +519,7 @@ class _EvalReader:
         self.parts: list[str] = []
         self.kept = 0
         self.is_binary = False
+        self.capped = False
         self.head = b""
 
     def text(self, carried: str, new: str) -> None:
@@ -517,9 +529,13 @@ class _EvalReader:
             self.head = new[:4096].encode("utf-8", "surrogatepass")
         room = min(MAX_EVAL_FILE_BYTES - self.kept, MAX_EVAL_TEXT_BYTES - self.audit.eval_text_read)
         if room <= 0:
+            if not self.capped:
+                self.capped = True
+                self.audit.unaudited_eval.append(f"{self.path} (eval text caps: not read)")
             return
         piece = new[:room]
-        if len(piece) < len(new):
+        if len(piece) < len(new) and not self.capped:
+            self.capped = True
             self.audit.unaudited_eval.append(f"{self.path} (eval text caps: read in part)")
         self.parts.append(piece)
         self.kept += len(piece)

@@ -31,6 +31,7 @@ from verifiers.leak_audit.text import normalise
 MAX_FILE_BYTES = 8 * 1024 * 1024  # read of one file or member
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  # read of one top-level file, all it contains together
 MAX_ARCHIVE_MEMBERS = 2000  # per archive
+MAX_NAMES_PAST_CAP = 10 * MAX_ARCHIVE_MEMBERS  # names still read past the cap
 MAX_DEPTH = 4  # containers inside containers
 MAX_EMBEDDED_STREAMS = 256  # zlib streams looked for in one binary file
 CHUNK_BYTES = 64 * 1024
@@ -249,7 +250,8 @@ class Walker:
             stream = io.BytesIO(data)
         with zipfile.ZipFile(stream) as archive:
             members = [info for info in archive.infolist() if not info.is_dir()]
-            self._names(path, [info.filename for info in members[MAX_ARCHIVE_MEMBERS:]])
+            past = members[MAX_ARCHIVE_MEMBERS : MAX_ARCHIVE_MEMBERS + MAX_NAMES_PAST_CAP]
+            self._names(path, [info.filename for info in past])
             for info in members[:MAX_ARCHIVE_MEMBERS]:
                 inner = f"{path}!{info.filename}"
                 if info.flag_bits & 0x1:
@@ -269,15 +271,24 @@ class Walker:
         # Streaming mode: members are read in order, never seeking back.
         with tarfile.open(fileobj=stream, mode="r|") as archive:
             skipped: list[str] = []
-            for count, info in enumerate(archive):
+            files = 0
+            for info in archive:
                 if not info.isfile():
                     continue
-                if count >= MAX_ARCHIVE_MEMBERS:
+                files += 1
+                if files > MAX_ARCHIVE_MEMBERS:
                     skipped.append(info.name)
+                    if len(skipped) >= MAX_NAMES_PAST_CAP:
+                        break
                     continue
                 member = archive.extractfile(info)
-                if member is not None:
-                    self._item(f"{path}!{info.name}", member, budget, depth + 1, seekable=False)
+                if member is None:
+                    continue
+                self._item(f"{path}!{info.name}", member, budget, depth + 1, seekable=False)
+                if member.read(1):
+                    # Going on would decompress the rest of this member only to skip it.
+                    self.visitor.note(f"archive {path} (stopped after a member read in part)")
+                    return
                 if budget.left <= 0:
                     self.visitor.note(f"archive {path} (read budget spent: not read to the end)")
                     return
@@ -287,7 +298,8 @@ class Walker:
         """Members past the cap: their names are still public text; their content is noted."""
         if not skipped:
             return
-        self.visitor.note(f"archive {path} ({len(skipped)} members past {MAX_ARCHIVE_MEMBERS})")
+        shown = len(skipped) if len(skipped) < MAX_NAMES_PAST_CAP else f"{len(skipped)} or more"
+        self.visitor.note(f"archive {path} ({shown} members past {MAX_ARCHIVE_MEMBERS})")
         for name in skipped:
             self.visitor.open(f"{path}!{name}").close(False, "", None)
 
@@ -326,35 +338,33 @@ class Walker:
             budget.left -= read
             text_digest = _text_digest(small) if complete and small is not None else None
         if not complete:
-            self.visitor.note(f"public file {path} (read to {read} bytes)")
+            self.visitor.note(f"file {path} (read to {read} bytes)")
         reader.close(complete, digest.hexdigest(), text_digest)
 
     def _binary(
         self, path: str, data: bytes, reader: FileReader, budget: _Budget, depth: int
     ) -> None:
         reader.binary(b"", data)
-        reader.text("", printable_runs(data))
+        runs = printable_runs(data)
+        for start in range(0, len(runs), CHUNK_BYTES):
+            carried = runs[max(start - OVERLAP_CHARS, 0) : start]
+            reader.text(carried, runs[start : start + CHUNK_BYTES])
         if depth >= MAX_DEPTH:
             return
+        view = memoryview(data)
         for count, match in enumerate(_ZLIB_HEADER.finditer(data)):
             if count >= MAX_EMBEDDED_STREAMS or budget.left <= 0:
                 return
-            inflater = zlib.decompressobj()
             try:
-                inflated = inflater.decompress(
-                    data[match.start() :], min(MAX_FILE_BYTES, budget.left)
+                inflated = zlib.decompressobj().decompress(
+                    view[match.start() :], min(MAX_FILE_BYTES, budget.left)
                 )
             except zlib.error:
                 continue
             if len(inflated) >= 16:  # a real stream, not two bytes that look like a header
                 budget.left -= len(inflated)
-                self._item(
-                    f"{path}!@{match.start()}",
-                    io.BytesIO(inflated),
-                    budget,
-                    depth + 1,
-                    seekable=True,
-                )
+                inner = f"{path}!@{match.start()}"
+                self._item(inner, io.BytesIO(inflated), budget, depth + 1, seekable=True)
 
 
 def _text_digest(text: str) -> str:
