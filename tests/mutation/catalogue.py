@@ -3,7 +3,8 @@
 The mutants themselves live beside this file, by area: mutants_inputs.py (patch policy,
 archives, lanes, bundles), mutants_access.py (access control, debug mode) and
 mutants_channel.py (the code_completion verdict channel), mutants_episodes.py (live
-episodes), mutants_repo.py (repo_patch's guard against forged pytest outcomes).
+episodes), mutants_repo.py (repo_patch's guard against forged pytest outcomes),
+mutants_health.py (where the leak audit looks, the adversarial smoke's attacks).
 
 Each mutant removes or weakens exactly one defence and names the tests that must then fail.
 Anchors (``find``) are short and must occur exactly once in their module: when the code moves
@@ -20,6 +21,7 @@ from tests.mutation.engine import Mutant
 from tests.mutation.mutants_access import ACCESS_MUTANTS, DEBUG_TESTS, ROLE_VISIBILITY
 from tests.mutation.mutants_channel import CHANNEL_MUTANTS, CHANNEL_TESTS
 from tests.mutation.mutants_episodes import EPISODE_MUTANTS
+from tests.mutation.mutants_health import HEALTH_MUTANTS
 from tests.mutation.mutants_inputs import (
     ARCHIVE_BOMBS,
     BUNDLE_GUARDS,
@@ -38,6 +40,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *SEALED_MUTANTS,
     *EPISODE_MUTANTS,
     *REPO_MUTANTS,
+    *HEALTH_MUTANTS,
 )
 
 # Test files written because a first run let mutants survive (the report points at them).

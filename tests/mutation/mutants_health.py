@@ -1,0 +1,100 @@
+"""Mutants of pack health: where the static leak audit looks, and the adversarial smoke's
+attacks. Each removes one reach of the audit (or one attack) and names the tests that find a
+leak (or a weak verifier) only through it."""
+
+from __future__ import annotations
+
+from tests.mutation.engine import Mutant
+
+AUDIT = "verifiers/leak_audit/audit.py"
+CONTAINERS = "verifiers/leak_audit/containers.py"
+TEXT = "verifiers/leak_audit/text.py"
+REPORT = "verifiers/leak_audit/report.py"
+ADVERSARIAL = "verifiers/adversarial.py"
+REACH_TESTS = "tests/verifiers/test_leak_audit_reach.py"
+AUDIT_TESTS = "tests/verifiers/test_leak_audit.py"
+ADVERSARIAL_TESTS = "tests/verifiers/test_adversarial.py"
+
+HEALTH_MUTANTS: tuple[Mutant, ...] = (
+    Mutant(
+        id="leak-audit-short-values-in-files",
+        module=AUDIT,
+        defence="a value too short for a passage is looked for whole in public files too",
+        find="            self.has_short = True\n",
+        replace="            self.has_short = False\n",
+        tests=(REACH_TESTS, "-k short_answer_in_a_public_file"),
+        fast=True,
+    ),
+    Mutant(
+        id="leak-audit-nested-containers",
+        module=CONTAINERS,
+        defence="a compressed stream holding an archive is walked into",
+        find="        if container_kind(head) is not None:",
+        replace="        if False:",
+        tests=(REACH_TESTS, "-k nested_containers"),
+    ),
+    Mutant(
+        id="leak-audit-text-of-binary-files",
+        module=CONTAINERS,
+        defence="a binary file's printable runs are audited as text",
+        find="            reader.text(carried, runs[start : start + CHUNK_BYTES])",
+        replace="            pass",
+        tests=(REACH_TESTS, "-k sqlite"),
+    ),
+    Mutant(
+        id="leak-audit-compressed-tar-stops",
+        module=CONTAINERS,
+        defence="a compressed tar is not decompressed on past a member read in part",
+        find="                if member.read(1):",
+        replace="                if False:",
+        tests=(REACH_TESTS, "-k stops_after"),
+    ),
+    Mutant(
+        id="leak-audit-json-documents",
+        module=AUDIT,
+        defence="a public JSON document (a notebook) is read as its strings",
+        find="        if complete and self.json:",
+        replace="        if False:",
+        tests=(REACH_TESTS, "-k notebook"),
+    ),
+    Mutant(
+        id="leak-audit-public-dict-keys",
+        module=TEXT,
+        defence="the keys of public values are public text",
+        find="                stack.extend(key for key in item if isinstance(key, str))",
+        replace="                pass",
+        tests=(REACH_TESTS, "-k dict_key"),
+    ),
+    Mutant(
+        id="leak-audit-boilerplate-dropped",
+        module=AUDIT,
+        defence="passages shared by many sealed values do not dilute a leaked value's share",
+        find="        self._drop_boilerplate()",
+        replace="        pass",
+        tests=(REACH_TESTS, "-k boilerplate"),
+    ),
+    Mutant(
+        id="leak-audit-small-eval-copies",
+        module=AUDIT,
+        defence="a small eval-root file copied with other spacing is the same file",
+        find="            if text_digest:",
+        replace="            if False:",
+        tests=(REACH_TESTS, "-k line_endings"),
+    ),
+    Mutant(
+        id="leak-audit-mc-answers-outside-tasks",
+        module=REPORT,
+        defence="a multiple-choice answer is exempt only within tasks, not in files",
+        find='        return not (self.tasks_state_it and place[0] == "task")',
+        replace="        return not self.tasks_state_it",
+        tests=(REACH_TESTS, "-k multiple_choice"),
+    ),
+    Mutant(
+        id="adversarial-vocabulary-spray",
+        module=ADVERSARIAL,
+        defence="text tasks are attacked with a task-independent vocabulary spray",
+        find="                Candidate.of_text(VOCABULARY_SPRAY),",
+        replace="                Candidate.of_text(JUDGE_INJECTION),",
+        tests=(ADVERSARIAL_TESTS, "-k vocabulary_spray_passes"),
+    ),
+)
