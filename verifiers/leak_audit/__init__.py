@@ -17,8 +17,10 @@ eval-root files (archives looked into the same way).
   shared by more than 64 sealed values (boilerplate) counts for the first 64 only.
 * ``hidden_value_in_public`` / ``reference_in_public`` (failing): a value too short for a
   passage but long enough to matter (4 words and 20 characters: "B", "42" or a file name
-  meet public text by chance) appears whole (every 4-term window of it in one place) in any
-  public place: another task, a file, a file name, the title or the description.
+  meet public text by chance) appears whole (every 4-term window of it in one place) in its
+  own task, a public file or file name, the title or the description. Found whole only in
+  other tasks, it is ``value_in_other_tasks`` (warning): a short answer is often a name two
+  questions share.
 * ``reference_in_public`` (failing): every line of a code task's reference solution is in
   the task's public data. Lines it shares with the prompt (the signature, a copied
   docstring) are expected, so otherwise only the lines it adds are compared as above.

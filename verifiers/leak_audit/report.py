@@ -64,14 +64,33 @@ class Report:
         if not places:
             return
         labels = [place_label(p, value.hit_names.get(p, set())) for p in places]
+        evidence = _evidence(value, labels) | {
+            "rule": f"whole value ({TERMS}-term windows, all in one place)"
+        }
+        sealed = {"value": value.whole[:MAX_PASSAGE_CHARS]} | _eval_path(value)
+        own = ("task", value.task_id or "")
+        if any(p[0] != "task" or p == own for p in places):
+            self.emit(
+                "reference_in_public" if value.reference else "hidden_value_in_public",
+                FAILING,
+                value.task_id,
+                f"The {_owner(value)} appears whole in public data: {'; '.join(labels[:5])}.",
+                evidence,
+                sealed,
+            )
+            return
+        # Only other tasks say it: a short answer is often a name two questions share, so
+        # this is for the author to look at, not a proven leak (a longer value is judged by
+        # its passages, wherever they are).
         self.emit(
-            "reference_in_public" if value.reference else "hidden_value_in_public",
-            FAILING,
+            "value_in_other_tasks",
+            WARNING,
             value.task_id,
-            f"The {_owner(value)} appears whole in public data: {'; '.join(labels[:5])}.",
-            _evidence(value, labels)
-            | {"rule": f"whole value ({TERMS}-term windows, all in one place)"},
-            {"value": value.whole[:MAX_PASSAGE_CHARS]} | _eval_path(value),
+            f"The {_owner(value)} appears whole in other tasks' public data: "
+            f"{'; '.join(labels[:5])}. An agent reading them meets it; check it is not "
+            "marked as this task's answer.",
+            evidence,
+            sealed,
         )
 
     def _passages(self, value: SealedValue) -> None:
