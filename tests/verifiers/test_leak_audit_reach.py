@@ -4,13 +4,16 @@ Each leak has a clean twin that must stay clean (red-team findings, issue 14).""
 
 from __future__ import annotations
 
+import bz2
 import codecs
 import gzip
 import io
 import json
 import lzma
+import os
 import sqlite3
 import tarfile
+import unicodedata
 import zlib
 from pathlib import Path
 
@@ -28,6 +31,7 @@ from tests.verifiers.test_leak_audit import (
     task,
 )
 from verifiers.health import FAILING, WARNING
+from verifiers.leak_audit import containers
 
 SHORT = "Treaty of Westphalia in 1648"
 SHORT_TWIN = "Treaty of Westphalia in 1700"  # numbers count in a short value
@@ -339,8 +343,8 @@ def test_a_leaked_value_is_judged_on_its_own_text_not_shared_boilerplate(tmp_pat
 def test_a_compressed_tar_stops_after_a_member_read_in_part(tmp_path):
     # Reading on would decompress the rest of the big member only to skip it: the archive is
     # listed as read in part instead (a warning), whatever follows.
-    big = b"\0" * (9 * 1024 * 1024)
-    archive = _tar_gz({"big.bin": big, "after/notes.txt": ANSWER.encode()})
+    big = b"word " * (2 * 1024 * 1024)  # 10 MB of text: read to the 8 MB cap
+    archive = _tar_gz({"big.txt": big, "after/notes.txt": ANSWER.encode()})
     files = [public_file(tmp_path, "data/big.tar.gz", archive)]
 
     found = audit([task("essay/1", hidden={"reference_answer": ANSWER})], files)
@@ -359,3 +363,122 @@ def test_an_eval_file_past_the_read_cap_is_still_matched_by_its_digest(tmp_path)
 
     same = [f.evidence["public_path"] for f in found if f.code == "hidden_file_is_public"]
     assert same == ["copy/table.txt"]
+
+
+# --- hostile files: bounded, never a crash ------------------------------------------------------
+
+
+def test_json_nested_past_what_python_parses_is_no_crash(tmp_path):
+    deep = public_file(tmp_path, "deep.json", b"[" * 5000 + b"]" * 5000)
+    leaked = public_file(tmp_path, "notes.txt", ANSWER.encode())
+
+    found = audit([task("essay/1", hidden={"reference_answer": ANSWER})], [deep, leaked])
+
+    assert serious(found) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+def test_a_bomb_of_empty_gzip_members_is_stopped_by_its_cpu_budget(tmp_path, monkeypatch):
+    # Empty members decompress to nothing, so no byte cap ever sees them: the CPU one does.
+    monkeypatch.setattr(containers, "BASE_FILE_CPU_SECONDS", 0.3)
+    bomb = bz2.compress(gzip.compress(b"", mtime=0) * 400_000)
+    files = [public_file(tmp_path, "empty.gz.bz2", bomb)]
+
+    found = audit([task("t/1")], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "empty.gz.bz2 (not read to the end: 0 s of CPU for 0 MB of content)" in found[0].message
+
+
+def test_a_tar_entry_skipped_by_decompressing_through_it_is_charged(tmp_path, monkeypatch):
+    monkeypatch.setattr(containers, "MAX_INFLATED_BYTES", 16 * 1024 * 1024)
+    gap = tarfile.TarInfo("gap")
+    gap.type, gap.size = b"Z", 64 * 1024 * 1024  # a type tarfile skips over, not a file
+    body = gap.tobuf(format=tarfile.GNU_FORMAT) + bytes(gap.size)
+    answer = tarfile.TarInfo("after.txt")
+    answer.size = len(ANSWER)
+    body += answer.tobuf(format=tarfile.GNU_FORMAT) + ANSWER.encode().ljust(512, b"\0")
+    files = [public_file(tmp_path, "gap.tar.gz", gzip.compress(body + bytes(1024), 1))]
+
+    found = audit([task("essay/1", hidden={"reference_answer": ANSWER})], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "more than 16777216 bytes decompressed" in found[0].message
+
+
+def test_entries_past_the_caps_stop_the_walk(tmp_path, monkeypatch):
+    monkeypatch.setattr(containers, "MAX_ARCHIVE_MEMBERS", 10)
+    monkeypatch.setattr(containers, "MAX_NAMES_PAST_CAP", 20)
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+        for n in range(100):
+            entry = tarfile.TarInfo(f"d{n}")
+            entry.type = tarfile.DIRTYPE
+            archive.addfile(entry)
+        info = tarfile.TarInfo("late.txt")
+        info.size = len(ANSWER)
+        archive.addfile(info, io.BytesIO(ANSWER.encode()))
+    files = [public_file(tmp_path, "dirs.tar.gz", buffer.getvalue())]
+
+    found = audit([task("essay/1", hidden={"reference_answer": ANSWER})], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "dirs.tar.gz (more than 30 entries)" in found[0].message
+
+
+# --- text as a reader sees it ---------------------------------------------------------------------
+
+FRENCH = (
+    "Le traité qui mit fin à la guerre fut signé à Osnabrück par les envoyés des deux "
+    "couronnes après quatre années de négociations difficiles"
+)
+
+
+@pytest.mark.parametrize(
+    "encode",
+    [
+        pytest.param(lambda t: t.encode("cp1252"), id="windows-1252"),
+        pytest.param(lambda t: unicodedata.normalize("NFD", t).encode(), id="decomposed"),
+        pytest.param(
+            lambda t: t.translate({c: c + 0xFEE0 for c in range(0x21, 0x7F)}).encode(),
+            id="full-width",
+        ),
+        pytest.param(lambda t: t.replace(" ", " \u200b").encode(), id="zero-width"),
+        pytest.param(lambda t: ("id;answer\nessay/fr;" + t).encode("cp1252"), id="csv-export"),
+    ],
+)
+def test_an_answer_in_another_encoding_or_form_fails(tmp_path, encode):
+    owner = task("essay/fr", hidden={"reference_answer": FRENCH})
+    leaked = public_file(tmp_path, "corrige.txt", encode(FRENCH))
+    twin = public_file(tmp_path, "autre.txt", encode("Un texte sans rapport avec la question"))
+
+    assert serious(audit([owner], [twin])) == []
+    assert serious(audit([owner], [leaked])) == [(FAILING, "reference_in_public", "essay/fr")]
+
+
+def test_numbers_that_start_like_an_lzma_header_are_read_as_data(tmp_path):
+    numbers = (93).to_bytes(4, "little") + bytes(range(1, 200)) * 4
+    owner = task("essay/1", hidden={"reference_answer": ANSWER})
+    leaked = public_file(tmp_path, "table.bin", numbers + ANSWER.encode() + numbers)
+
+    assert serious(audit([owner], [leaked])) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+def test_a_big_binary_file_is_read_to_its_end_without_a_warning(tmp_path):
+    noise = os.urandom(12 * 1024 * 1024)
+    owner = task("essay/1", hidden={"reference_answer": ANSWER})
+    clean = public_file(tmp_path, "weights.bin", noise)
+    leaked = public_file(tmp_path, "model.bin", noise + ANSWER.encode() + b"\0" + noise[:999])
+
+    assert serious(audit([owner], [clean])) == []
+    assert serious(audit([owner], [leaked])) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+def test_a_compressed_page_behind_a_big_image_is_read(tmp_path):
+    image = os.urandom(6 * 1024 * 1024)  # a zlib-like byte pair every 16 KB
+    page = zlib.compress(f"BT ({ANSWER}) Tj ET".encode())
+    pdf = b"%PDF-1.4\nstream\n" + image + b"\nendstream\nstream\n" + page + b"\nendstream\n"
+    owner = task("essay/1", hidden={"reference_answer": ANSWER})
+
+    found = audit([owner], [public_file(tmp_path, "paper.pdf", pdf)])
+
+    assert serious(found) == [(FAILING, "reference_in_public", "essay/1")]

@@ -3,16 +3,18 @@
 from __future__ import annotations
 
 import json
+import time
 from array import array
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 from typing import Literal
 
 from verifiers.families.multiple_choice import expected_answers, read_choices
 from verifiers.health import FAILING, WARNING, Finding
-from verifiers.leak_audit.containers import Walker
+from verifiers.leak_audit.containers import CHUNK_BYTES, OVERLAP_CHARS, Walker
 from verifiers.leak_audit.report import Place, Report, SealedValue, place_label
 from verifiers.leak_audit.text import (
     MAX_PASSAGE_CHARS,
@@ -41,6 +43,7 @@ MAX_EVAL_TEXT_BYTES = 32 * 1024 * 1024  # all eval-root files together
 MAX_OWNERS_PER_PASSAGE = 64  # boilerplate shared by many sealed values
 BLOOM_BITS = 1 << 26  # 8 MB: about 1% false hits at 700k public passages, checked exactly
 MAX_NOTES_SHOWN = 20
+MAX_FILES_CPU_SECONDS = 600.0  # reading all files of one pack
 MAX_JSON_CHARS = 8 * 1024 * 1024  # a public JSON file parsed whole
 
 # (family, eval key): sealed values the public data states by design, never looked for: a
@@ -95,6 +98,8 @@ class Audit:
         self.eval_hashes: dict[str, str] = {}  # sha256 (raw, or of small text) → eval path
         self.same_reported: set[str] = set()  # public paths already found equal to one
         self.eval_text_read = 0
+        # Reading files stops here (a pack of many costly files is noted, not read for hours).
+        self.cpu_deadline = time.thread_time() + MAX_FILES_CPU_SECONDS
 
     # --- tasks ---
 
@@ -319,7 +324,7 @@ class Audit:
     def _read(self, audit_file: AuditFile, visitor: _PublicVisitor | _EvalVisitor) -> None:
         try:
             with audit_file.source.open("rb") as handle:
-                Walker(visitor).walk(audit_file.path, handle)
+                Walker(visitor, self.cpu_deadline).walk(audit_file.path, handle)
         except OSError:
             visitor.note(f"{audit_file.path} (unreadable)")
 
@@ -434,15 +439,13 @@ class Audit:
         )
 
 
-def _keys(view: str, *, windows: bool = True) -> list[tuple[int, Callable[[], str] | None]]:
+def _keys(view: str, *, windows: bool = True) -> Iterator[tuple[int, Callable[[], str] | None]]:
     """The passage hashes (with a way to quote each) and short-window hashes of a view."""
-    keys: list[tuple[int, Callable[[], str] | None]] = [
-        (digest, lambda n=number: passage_text(view, n))
-        for number, digest in enumerate(passage_hashes(view))
-    ]
+    for number, digest in enumerate(passage_hashes(view)):
+        yield digest, partial(passage_text, view, number)
     if windows:
-        keys += [(digest, None) for digest in window_hashes(view)]
-    return keys
+        for digest in window_hashes(view):
+            yield digest, None
 
 
 class _PublicVisitor:
@@ -482,9 +485,12 @@ class _PublicReader:
         in a string of its own, with quotes and commas between them."""
         try:
             document = json.loads("".join(self.json or ()))
-        except ValueError:
+        except (ValueError, RecursionError):  # not JSON, or nested past what Python parses
             return
-        self.audit.public_text("\n".join(leaves(document, keys=True)), self.place, self.seen)
+        text = "\n".join(leaves(document, keys=True))
+        for start in range(0, len(text), CHUNK_BYTES):  # in pieces: bounded memory
+            piece = text[max(start - OVERLAP_CHARS, 0) : start + CHUNK_BYTES]
+            self.audit.public_text(piece, self.place, self.seen)
 
     def binary(self, carried: bytes, new: bytes) -> None:
         window = (carried + new).lower()

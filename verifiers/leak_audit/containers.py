@@ -17,23 +17,32 @@ import io
 import lzma
 import re
 import tarfile
+import time
 import zipfile
 import zlib
 from dataclasses import dataclass
 from hashlib import sha256
-from typing import IO, Protocol
+from typing import IO, Any, Protocol
 
 import lz4.frame
 import zstandard
 
-from verifiers.leak_audit.text import normalise
+from verifiers.leak_audit.text import LATIN_FALLBACK, normalise
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # read of one file or member
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  # read of one top-level file, all it contains together
+MAX_BINARY_BYTES = 256 * 1024 * 1024  # read of one binary file (streamed in windows)
+BINARY_WEIGHT = 8  # a binary byte counts this much less than a text byte against the budget
 MAX_ARCHIVE_MEMBERS = 2000  # per archive
 MAX_NAMES_PAST_CAP = 10 * MAX_ARCHIVE_MEMBERS  # names still read past the cap
 MAX_DEPTH = 4  # containers inside containers
-MAX_EMBEDDED_STREAMS = 256  # zlib streams looked for in one binary file
+MAX_EMBEDDED_STREAMS = 4096  # zlib headers tried in one binary file (random data: 1 in 16 KB)
+MAX_INFLATED_BYTES = 4 * MAX_ARCHIVE_BYTES  # decompressed by all layers of one top-level file
+# CPU one top-level file may take: a base, and more for each MB of content it gave (text
+# is read at 0.3-0.6 s a MB here): a file that costs time without giving text is a bomb.
+BASE_FILE_CPU_SECONDS = 10.0
+CPU_SECONDS_PER_MB = 1.5
+MIN_RUN_CHARS = 6  # a binary file's printable runs shorter than this are noise
 CHUNK_BYTES = 64 * 1024
 OVERLAP_CHARS = 2048  # text carried into the next chunk, so passages across the cut are seen
 HEAD_BYTES = 512
@@ -51,7 +60,13 @@ UNREADABLE = (
     tarfile.TarError,
     zstandard.ZstdError,
 )
-_NOT_PRINTABLE = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]+")
+_CONTROL = re.compile(rb"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+# Printable ASCII and well-formed UTF-8 sequences: random bytes (images, weights) rarely
+# hold six in a row, text stored in a binary file (an SQLite page) always does.
+_PRINTABLE_RUN = re.compile(
+    rb"(?:[\x09\x0a\x0d\x20-\x7e]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}"
+    rb"|[\xf0-\xf4][\x80-\xbf]{3}){%d,}" % MIN_RUN_CHARS
+)
 _ZLIB_HEADER = re.compile(rb"\x78[\x01\x5e\x9c\xda]")
 
 
@@ -68,9 +83,49 @@ class Visitor(Protocol):
     def note(self, what: str) -> None: ...
 
 
+class BudgetSpent(Exception):
+    """A top-level file used up what one file may cost (bytes decompressed, CPU time)."""
+
+
 @dataclass
 class _Budget:
-    left: int  # bytes still to read
+    left: int  # bytes of content still to read
+    cpu_start: float  # this thread's CPU clock when the file was opened
+    cpu_deadline: float  # and when the whole audit's reading stops
+    inflated_left: int  # bytes still to decompress, every layer counted
+
+    def charge(self, size: int) -> None:
+        """Count decompressed bytes; stop a file whose layers (a bomb of empty gzip members,
+        a tar entry skipped by decompressing through it) cost more than any real pack."""
+        self.inflated_left -= size
+        if self.inflated_left < 0:
+            raise BudgetSpent(f"more than {MAX_INFLATED_BYTES} bytes decompressed")
+        self.check_time()
+
+    def check_time(self) -> None:
+        now = time.thread_time()
+        content_mb = (MAX_ARCHIVE_BYTES - self.left) / (1024 * 1024)
+        allowed = BASE_FILE_CPU_SECONDS + CPU_SECONDS_PER_MB * content_mb
+        if now > self.cpu_start + allowed:
+            raise BudgetSpent(f"{allowed:.0f} s of CPU for {content_mb:.0f} MB of content")
+        if now > self.cpu_deadline:
+            raise BudgetSpent("the audit's time for reading files is spent")
+
+
+class _Charged(io.RawIOBase):
+    """A decompressor's output, counted against the file's budget as it is read."""
+
+    def __init__(self, source: IO[bytes], budget: _Budget) -> None:
+        self.source, self.budget = source, budget
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        data = self.source.read(len(buffer))
+        self.budget.charge(len(data))
+        buffer[: len(data)] = data
+        return len(data)
 
 
 def container_kind(head: bytes) -> str | None:
@@ -83,16 +138,32 @@ def container_kind(head: bytes) -> str | None:
         b"\x1f\x8b": "gz",
         b"BZh": "bz2",
         b"\xfd7zXZ\x00": "xz",
-        b"\x5d\x00\x00": "lzma",
         b"\x28\xb5\x2f\xfd": "zst",
         b"\x04\x22\x4d\x18": "lz4",
     }
     for prefix, kind in magic.items():
         if head.startswith(prefix):
             return kind
+    if _lzma_alone(head):
+        return "lzma"
     if len(head) >= 2 and _ZLIB_HEADER.match(head) and ((head[0] << 8) | head[1]) % 31 == 0:
         return "zlib" if _inflates(head) else None
     return None
+
+
+def _lzma_alone(head: bytes) -> bool:
+    """The legacy ``.lzma`` header: properties 0x5D and a dictionary size liblzma writes
+    (2^n or 2^n + 2^(n-1)); raw numbers starting with 93 are no such file."""
+    if len(head) < 13 or head[0] != 0x5D:
+        return False
+    size = int.from_bytes(head[1:5], "little")
+    if not any(size in (1 << n, (1 << n) | (1 << (n - 1))) for n in range(12, 31)):
+        return False
+    try:
+        lzma.LZMADecompressor(format=lzma.FORMAT_ALONE).decompress(head)
+    except lzma.LZMAError:
+        return False
+    return True
 
 
 def _inflates(head: bytes) -> bool:
@@ -120,10 +191,10 @@ def text_encoding(sample: bytes) -> str | None:
             return encoding
     head = sample[:8192]
     if b"\0" not in head:
-        # Mostly valid UTF-8 is text (a stray Latin-1 byte aside); compressed or packed bytes
-        # (a PDF's streams) are binary, and read as such.
-        invalid = head.decode("utf-8", errors="replace").count("\ufffd")
-        return "utf-8" if invalid <= 3 + len(head) // 100 else None
+        # Text has few control bytes, whatever its encoding (bytes that are not UTF-8 are
+        # read as Windows-1252); compressed or packed bytes (a PDF's streams) have many.
+        controls = len(_CONTROL.findall(head))
+        return "utf-8" if controls <= 2 + len(head) // 100 else None
     pairs = max(len(head) // 2, 1)
     even_zeros = head[0::2].count(0) / pairs
     odd_zeros = head[1::2].count(0) / pairs
@@ -135,8 +206,10 @@ def text_encoding(sample: bytes) -> str | None:
 
 
 def printable_runs(data: bytes) -> str:
-    """A binary file's text as ``strings`` would show it (runs between control bytes)."""
-    return _NOT_PRINTABLE.sub(b"\n", data).decode("utf-8", errors="replace")
+    """A binary file's text as ``strings`` would show it: runs of printable bytes (of
+    MIN_RUN_CHARS or more: shorter ones are noise in images and weights), one per line."""
+    runs = _PRINTABLE_RUN.findall(data)
+    return b"\n".join(runs).decode("utf-8", errors=LATIN_FALLBACK)
 
 
 class _Inflating(io.RawIOBase):
@@ -197,12 +270,17 @@ def _decompressed(kind: str, stream: IO[bytes]) -> IO[bytes]:
 class Walker:
     """Walks one top-level file for a visitor, within MAX_ARCHIVE_BYTES."""
 
-    def __init__(self, visitor: Visitor) -> None:
-        self.visitor = visitor
+    def __init__(self, visitor: Visitor, cpu_deadline: float) -> None:
+        self.visitor, self.cpu_deadline = visitor, cpu_deadline
 
     def walk(self, path: str, stream: IO[bytes]) -> None:
-        budget = _Budget(MAX_ARCHIVE_BYTES)
-        self._item(path, stream, budget, 0, seekable=True)
+        budget = _Budget(
+            MAX_ARCHIVE_BYTES, time.thread_time(), self.cpu_deadline, MAX_INFLATED_BYTES
+        )
+        try:
+            self._item(path, stream, budget, 0, seekable=True)
+        except BudgetSpent as spent:
+            self.visitor.note(f"{path} (not read to the end: {spent})")
 
     def _item(
         self, path: str, stream: IO[bytes], budget: _Budget, depth: int, *, seekable: bool
@@ -230,7 +308,7 @@ class Walker:
             self.visitor.note(f"archive {path} (damaged: not read to the end)")
 
     def _stream(self, path: str, kind: str, stream: IO[bytes], budget: _Budget, depth: int) -> None:
-        inner = _decompressed(kind, stream)
+        inner = io.BufferedReader(_Charged(_decompressed(kind, stream), budget))
         head = inner.read(HEAD_BYTES)
         rest = _Peeked(head, inner)
         if container_kind(head) is not None:
@@ -260,7 +338,8 @@ class Walker:
                     continue
                 try:
                     with archive.open(info) as member:
-                        self._item(inner, member, budget, depth + 1, seekable=False)
+                        charged = io.BufferedReader(_Charged(member, budget))
+                        self._item(inner, charged, budget, depth + 1, seekable=False)
                 except (NotImplementedError, RuntimeError, zipfile.BadZipFile, *UNREADABLE):
                     self.visitor.note(f"{inner} (compression not supported or damaged: not read)")
                 if budget.left <= 0:
@@ -271,8 +350,15 @@ class Walker:
         # Streaming mode: members are read in order, never seeking back.
         with tarfile.open(fileobj=stream, mode="r|") as archive:
             skipped: list[str] = []
-            files = 0
+            files = entries = 0
             for info in archive:
+                # Streaming mode still keeps every header read: drop them as we go.
+                archive.members.clear()
+                entries += 1
+                if entries > MAX_ARCHIVE_MEMBERS + MAX_NAMES_PAST_CAP:
+                    self.visitor.note(f"archive {path} (more than {entries - 1} entries)")
+                    break
+                budget.check_time()
                 if not info.isfile():
                     continue
                 files += 1
@@ -312,17 +398,10 @@ class Walker:
         digest = sha256(first)
         read = len(first)
         if encoding is None:
-            data = bytearray(first)
-            while read < limit and (more := stream.read(min(CHUNK_BYTES, limit - read))):
-                data += more
-                read += len(more)
-                digest.update(more)
-            complete = not stream.read(1)
-            budget.left -= read
-            self._binary(path, bytes(data), reader, budget, depth)
+            read, complete = self._binary_stream(path, stream, first, digest, reader, budget, depth)
             text_digest = None
         else:
-            decoder = codecs.getincrementaldecoder(encoding)(errors="replace")
+            decoder = codecs.getincrementaldecoder(encoding)(errors=LATIN_FALLBACK)
             text = decoder.decode(first)
             small = text
             reader.text("", text)
@@ -341,30 +420,88 @@ class Walker:
             self.visitor.note(f"file {path} (read to {read} bytes)")
         reader.close(complete, digest.hexdigest(), text_digest)
 
+    def _binary_stream(
+        self,
+        path: str,
+        stream: IO[bytes],
+        first: bytes,
+        digest: Any,
+        reader: FileReader,
+        budget: _Budget,
+        depth: int,
+    ) -> tuple[int, bool]:
+        """Binary content in windows of MAX_FILE_BYTES, up to MAX_BINARY_BYTES: images and
+        weights are big and mostly noise, so they count an eighth against the budget."""
+        window, read, offset, tail = bytearray(first), len(first), 0, b""
+        while True:
+            room = min(MAX_BINARY_BYTES, BINARY_WEIGHT * max(budget.left, 0))
+            while len(window) < MAX_FILE_BYTES and read < room:
+                more = stream.read(min(CHUNK_BYTES, MAX_FILE_BYTES - len(window), room - read))
+                if not more:
+                    break
+                window += more
+                read += len(more)
+                digest.update(more)
+            data = bytes(window)
+            budget.left -= -(-len(data) // BINARY_WEIGHT)
+            self._binary(path, data, reader, budget, depth, offset, tail)
+            offset, tail = offset + len(data), data[-OVERLAP_CHARS:]
+            if len(data) < MAX_FILE_BYTES or read >= room:
+                break
+            window = bytearray()
+        return read, not stream.read(1)
+
     def _binary(
-        self, path: str, data: bytes, reader: FileReader, budget: _Budget, depth: int
+        self,
+        path: str,
+        data: bytes,
+        reader: FileReader,
+        budget: _Budget,
+        depth: int,
+        offset: int = 0,
+        tail: bytes = b"",
     ) -> None:
-        reader.binary(b"", data)
-        runs = printable_runs(data)
-        for start in range(0, len(runs), CHUNK_BYTES):
-            carried = runs[max(start - OVERLAP_CHARS, 0) : start]
-            reader.text(carried, runs[start : start + CHUNK_BYTES])
-        if depth >= MAX_DEPTH:
-            return
+        reader.binary(tail, data)
+        carried, start = "", 0
+        while start < len(data):
+            # Cut at a control byte, so no run is split between two chunks.
+            stop = _CONTROL.search(data, start + CHUNK_BYTES, start + 2 * CHUNK_BYTES)
+            end = stop.start() if stop else start + CHUNK_BYTES
+            runs = printable_runs(data[start:end])
+            reader.text(carried, runs)
+            carried = (carried + "\n" + runs)[-OVERLAP_CHARS:]
+            start = end
+            budget.check_time()
+        if depth < MAX_DEPTH:
+            self._embedded(path, data, budget, depth, offset)
+
+    def _embedded(self, path: str, data: bytes, budget: _Budget, depth: int, offset: int) -> None:
+        """The zlib streams inside a binary file (a PDF's pages, a git pack's objects)."""
         view = memoryview(data)
         for count, match in enumerate(_ZLIB_HEADER.finditer(data)):
-            if count >= MAX_EMBEDDED_STREAMS or budget.left <= 0:
+            if count >= MAX_EMBEDDED_STREAMS:
+                self.visitor.note(f"{path} (past {MAX_EMBEDDED_STREAMS} embedded zlib headers)")
                 return
+            budget.check_time()
+            room = min(MAX_FILE_BYTES, budget.left)
+            inflater = zlib.decompressobj()
             try:
-                inflated = zlib.decompressobj().decompress(
-                    view[match.start() :], min(MAX_FILE_BYTES, budget.left)
-                )
+                inflated = inflater.decompress(view[match.start() :], room)
             except zlib.error:
                 continue
-            if len(inflated) >= 16:  # a real stream, not two bytes that look like a header
-                budget.left -= len(inflated)
-                inner = f"{path}!@{match.start()}"
-                self._item(inner, io.BytesIO(inflated), budget, depth + 1, seekable=True)
+            if len(inflated) < 16:  # two bytes that only look like a header
+                continue
+            budget.left -= len(inflated)
+            budget.charge(len(inflated))
+            inner = f"{path}!@{offset + match.start()}"
+            cut = not inflater.eof and (inflater.unconsumed_tail or len(inflated) >= room)
+            if cut and text_encoding(inflated[:CHUNK_BYTES]) is not None:
+                # A cut stream of pixels or samples hides no text worth a warning.
+                self.visitor.note(f"{inner} (embedded stream read in part)")
+            self._item(inner, io.BytesIO(inflated), budget, depth + 1, seekable=True)
+            if budget.left <= 0:
+                self.visitor.note(f"{path} (read budget spent on embedded streams)")
+                return
 
 
 def _text_digest(text: str) -> str:

@@ -9,8 +9,10 @@ compared within one audit, never stored.
 
 from __future__ import annotations
 
+import codecs
 import html
 import re
+import unicodedata
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -31,9 +33,34 @@ _HTML_ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|[A-Za-z]{2,10});")
 _NAME_SEPARATORS = re.compile(r"[_\-./\\!]+")
 
 
+def _latin_fallback(error: UnicodeError) -> tuple[str, int]:
+    """Bytes that are not UTF-8 read as Windows-1252 (Latin-1 where it has no character):
+    an accented letter in a legacy export stays a letter instead of a break in the word."""
+    if not isinstance(error, UnicodeDecodeError):
+        raise error
+    chunk = error.object[error.start : error.end]
+    text = "".join(bytes([byte]).decode("cp1252", errors="ignore") or chr(byte) for byte in chunk)
+    return text, error.end
+
+
+LATIN_FALLBACK = "securebench-latin-fallback"
+codecs.register_error(LATIN_FALLBACK, _latin_fallback)
+# Characters that change how text looks to a tokenizer but not to a reader: zero-width
+# spaces and joiners, soft hyphens, word joiners, byte-order marks.
+_INVISIBLE = dict.fromkeys(map(ord, "\u00ad\u180e\u200b\u200c\u200d\u200e\u200f\u2060\ufeff"))
+
+
+def canonical(text: str) -> str:
+    """Text as a reader sees it: compatibility forms folded (full-width letters, ligatures,
+    decomposed accents: NFKC) and invisible characters dropped. ASCII is returned as is."""
+    if text.isascii():
+        return text
+    return unicodedata.normalize("NFKC", text.translate(_INVISIBLE))
+
+
 def normalise(text: str) -> str:
-    """Case and runs of whitespace aside."""
-    return _SPACE.sub(" ", text.casefold()).strip()
+    """Case, compatibility forms and runs of whitespace aside."""
+    return _SPACE.sub(" ", canonical(text).casefold()).strip()
 
 
 def _is_word(token: str) -> bool:
@@ -48,7 +75,7 @@ def passage_hashes(text: str) -> list[int]:
     """The hash of every passage of ``text``, in order (index = passage number)."""
     if len(text) < 2 * WORDS - 1:  # too short to hold 8 words and the spaces between
         return []
-    tokens = _TOKEN.findall(text.lower())
+    tokens = _TOKEN.findall(canonical(text).lower())
     # Inlined _is_word: this runs for every token of the pack.
     words = [i for i, token in enumerate(tokens) if token[0].isalpha() or token[0] == "_"]
     last = WORDS - 1
@@ -58,7 +85,7 @@ def passage_hashes(text: str) -> list[int]:
 def window_hashes(text: str) -> list[int]:
     """The hash of every short window of ``text`` (4 terms and what is between them). The
     tuple starts with a marker, so a window never equals a passage."""
-    tokens = _TOKEN.findall(text.lower())
+    tokens = _TOKEN.findall(canonical(text).lower())
     terms = [i for i, token in enumerate(tokens) if token[0].isalnum() or token[0] == "_"]
     last = TERMS - 1
     return [
@@ -71,7 +98,8 @@ def word_count(text: str) -> int:
 
 
 def passage_text(text: str, number: int, size: int = WORDS, terms: bool = False) -> str:
-    """The original text of passage (or window) ``number``, for sealed evidence."""
+    """The text of passage (or window) ``number``, for sealed evidence."""
+    text = canonical(text)
     lowered = text.lower()
     keep = _is_term if terms else _is_word
     spans = [match.span() for match in _TOKEN.finditer(lowered) if keep(match.group())]
