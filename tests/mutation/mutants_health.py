@@ -154,6 +154,22 @@ HEALTH_MUTANTS: tuple[Mutant, ...] = (
         tests=(REACH_TESTS, "-k behind_a_big_image"),
     ),
     Mutant(
+        id="leak-audit-rejected-answers-no-secret",
+        module=AUDIT,
+        defence="answers a rubric rejects are not looked for as secrets",
+        find='NOT_SECRET_KEYS = frozenset({"rejected_answers"})',
+        replace="NOT_SECRET_KEYS = frozenset()",
+        tests=(REACH_TESTS, "-k rejected_answer"),
+    ),
+    Mutant(
+        id="leak-audit-terminal-expected-outputs",
+        module=AUDIT,
+        defence="a terminal task's expected output found in public is a warning, not a failure",
+        find='        return any(top == named or top.startswith(named + "/") for named in self',
+        replace="        return False and any(top == named for named in self",
+        tests=(REACH_TESTS, "-k expected_output_derived"),
+    ),
+    Mutant(
         id="adversarial-vocabulary-spray",
         module=ADVERSARIAL,
         defence="text tasks are attacked with a task-independent vocabulary spray",

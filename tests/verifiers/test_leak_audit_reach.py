@@ -482,3 +482,74 @@ def test_a_compressed_page_behind_a_big_image_is_read(tmp_path):
     found = audit([owner], [public_file(tmp_path, "paper.pdf", pdf)])
 
     assert serious(found) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+# --- by design: wrong answers, expected outputs -------------------------------------------------
+
+
+def test_a_rejected_answer_quoted_in_the_prompt_is_no_leak():
+    misconception = "the Earth is closer to the sun in summer"
+    question = f"Many people believe {misconception}. What really causes the seasons?"
+    rubric = {"accepted_answers": ["the tilt of the axis of the Earth"]}
+    tasks = [
+        task(
+            "facts/seasons",
+            public={"prompt": question},
+            hidden={"rubric": rubric | {"rejected_answers": [misconception]}},
+        )
+    ]
+    leaky = [task("facts/seasons", public={"prompt": question}, hidden={"rubric": rubric})]
+    leaky[0].public["prompt"] += " Hint: the tilt of the axis of the Earth."
+
+    assert serious(audit(tasks)) == []
+    assert serious(audit(leaky)) == [(FAILING, "hidden_tokens_in_public", "facts/seasons")]
+
+
+def _terminal(task_id: str) -> object:
+    checker = {"path": f"{task_id}/tests", "source": "pytest", "timeout_seconds": 30}
+    return task(
+        task_id,
+        "terminal_task",
+        public={"instructions": "Write the ERROR lines of logs/app.log to errors.log."},
+        inputs={"checker": checker},
+    )
+
+
+def test_a_terminal_tasks_expected_output_derived_from_public_input_warns(tmp_path):
+    lines = [
+        f"2026-11-0{n} ERROR payment gateway timed out for order {n} while the card was"
+        " charged by the billing service of the shop\n"
+        for n in range(1, 6)
+    ]
+    log = "".join(
+        f"2026-11-0{n} INFO user signed in from the usual place\n{lines[n - 1]}"
+        for n in range(1, 6)
+    )
+    expected = public_file(tmp_path, "grep/tests/expected.log", "".join(lines).encode(), "eval")
+    checker = (
+        b"def test_errors():\n    got = open('/app/errors.log').read()\n"
+        b"    assert got == open('/tests/expected.log').read(), 'the ERROR lines differ'\n"
+    )
+    tests = public_file(tmp_path, "grep/tests/test_outputs.py", checker, "eval")
+    public_log = public_file(tmp_path, "logs/app.log", log.encode())
+    copied = public_file(tmp_path, "leak/test_outputs.py", checker)
+
+    found = audit([_terminal("grep")], [expected, tests, public_log])
+    assert serious(found) == [(WARNING, "hidden_tokens_in_public", None)]
+    assert "expected output" in found[0].message
+
+    found = audit([_terminal("grep")], [expected, tests, public_log, copied])
+    assert (FAILING, "hidden_file_is_public", None) in serious(found)
+
+
+def test_the_same_data_file_of_a_task_of_another_family_still_fails(tmp_path):
+    lines = "".join(
+        f"2026-11-0{n} ERROR payment gateway timed out for order {n}\n" for n in range(5)
+    )
+    expected = public_file(tmp_path, "grep/tests/expected.log", lines.encode(), "eval")
+    public_log = public_file(tmp_path, "logs/app.log", lines.encode())
+    other = task("grep", inputs={"checker": {"path": "grep/tests"}})
+
+    found = audit([other], [expected, public_log])
+
+    assert (FAILING, "hidden_file_is_public", None) in serious(found)

@@ -7,7 +7,10 @@ runs and embedded zlib streams, and containers looked into, nested or not (zip, 
 bzip2, xz, lzma, Zstandard, LZ4, zlib), never extracted to disk (see ``containers``). Public
 text is also read without diff markers and with JSON escapes and HTML tags undone. Sealed
 text: every string in a task's ``evaluation_inputs`` and ``hidden`` values, and the text of
-eval-root files (archives looked into the same way).
+eval-root files (archives looked into the same way). Text is compared as a reader sees it:
+NFKC, invisible characters dropped, bytes that are not UTF-8 read as Windows-1252.
+Reading is bounded per file (bytes decompressed by every layer, CPU for the content given)
+and per pack; whatever a bound stops is listed in ``audit_limits``.
 
 * ``hidden_tokens_in_public`` / ``reference_in_public`` (failing): at least half of a sealed
   value's 8-word passages appear verbatim in public places (see ``text``; numbers or
@@ -36,8 +39,11 @@ eval-root files (archives looked into the same way).
   public byte was audited.
 
 Exempt, by design of the family or the data: a terminal task's ``expected_state`` (what the
-instructions ask for, often an edit of a public file); a multiple-choice ``answer`` within
-tasks (it names a public choice; it still counts in files, the title and description);
+instructions ask for, often an edit of a public file), and its eval-root files that are not
+code (expected outputs derived from public inputs: found in public, a warning); answers a
+rubric rejects (``rejected_answers``: a misconception the question states); a
+multiple-choice ``answer`` within tasks (it names a public choice; it still counts in files,
+the title and description);
 evaluation inputs equal to a public string or file path, or without spaces (a test path, a
 command word; see verifiers.redaction); a patch's context and removed lines (the public
 repository before it). Extractive question answering (the answer is a span of the prompt)

@@ -9,13 +9,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from functools import partial
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from verifiers.families.multiple_choice import expected_answers, read_choices
 from verifiers.health import FAILING, WARNING, Finding
 from verifiers.leak_audit.containers import CHUNK_BYTES, OVERLAP_CHARS, Walker
-from verifiers.leak_audit.report import Place, Report, SealedValue, place_label
+from verifiers.leak_audit.report import DERIVED_NOTE, Place, Report, SealedValue, place_label
 from verifiers.leak_audit.text import (
     MAX_PASSAGE_CHARS,
     decoded,
@@ -53,6 +53,35 @@ STATED_BY_DESIGN = frozenset({("terminal_task", "expected_state")})
 # (family, eval key): values tasks show by design (a multiple-choice answer names one of its
 # choices, and choices recur across tasks): looked for in files, the title and description.
 STATED_IN_TASKS = frozenset({("multiple_choice", "answer")})
+# Keys inside sealed values whose strings are no secret: answers a rubric rejects (a
+# misconception question states the misconception in its prompt).
+NOT_SECRET_KEYS = frozenset({"rejected_answers"})
+# An eval-root file of a terminal task that is not code is usually an expected output, which
+# the task derives from public inputs by design (the ERROR lines of a public log, a file with
+# its line endings converted): found in public, it is a warning. A checker (code) still fails.
+CODE_SUFFIXES = frozenset(
+    {
+        ".py",
+        ".sh",
+        ".bash",
+        ".js",
+        ".ts",
+        ".rb",
+        ".go",
+        ".rs",
+        ".java",
+        ".c",
+        ".cc",
+        ".cpp",
+        ".pl",
+        ".php",
+        ".lua",
+        ".r",
+        ".jl",
+        ".exp",
+        ".bats",
+    }
+)
 # (family, eval key): reference solutions; their leaks get the code reference_in_public.
 CODE_SOLUTIONS = frozenset(
     ("code_completion", k) for k in ("canonical_solution", "reference_solution")
@@ -97,6 +126,7 @@ class Audit:
         self.unaudited_eval: list[str] = []  # the same for eval-root files (paths are sealed)
         self.eval_hashes: dict[str, str] = {}  # sha256 (raw, or of small text) → eval path
         self.same_reported: set[str] = set()  # public paths already found equal to one
+        self.terminal_paths: set[str] = set()  # what terminal tasks' evaluation inputs name
         self.eval_text_read = 0
         # Reading files stops here (a pack of many costly files is noted, not read for hours).
         self.cpu_deadline = time.thread_time() + MAX_FILES_CPU_SECONDS
@@ -114,12 +144,16 @@ class Audit:
             for name, value in values.items():
                 if (task.family, name) in STATED_BY_DESIGN:
                     continue
-                for leaf in leaves(value):
+                for leaf in leaves(value, skip=NOT_SECRET_KEYS):
                     if lane == "evaluation_inputs" and (leaf in shown or leaf.strip() in shown):
                         continue
                     self._sealed_leaf(task, lane, name, leaf, pieces)
         self._public_task(task, place, pieces)
         self._family_rules(task)
+        if task.family == "terminal_task":
+            self.terminal_paths.update(
+                leaf.strip().strip("/") for leaf in leaves(task.evaluation_inputs) if leaf.strip()
+            )
 
     def _public_pieces(self, task: TaskLanes) -> list[tuple[str, str]]:
         """(resource name, text) of everything the task shows, its dict keys included."""
@@ -328,18 +362,27 @@ class Audit:
         except OSError:
             visitor.note(f"{audit_file.path} (unreadable)")
 
+    def derived_output(self, eval_path: str) -> bool:
+        """An eval-root file a terminal task names that is not code: an expected output."""
+        top = eval_path.split("!", 1)[0]
+        if PurePosixPath(top).suffix.lower() in CODE_SUFFIXES:
+            return False
+        return any(top == named or top.startswith(named + "/") for named in self.terminal_paths)
+
     def same_file(self, digest: str, public_path: str) -> None:
         if public_path in self.same_reported:
             return
         self.same_reported.add(public_path)
+        eval_path = self.eval_hashes[digest]
+        derived = self.derived_output(eval_path)
         self.report.emit(
             "hidden_file_is_public",
-            FAILING,
+            WARNING if derived else FAILING,
             None,
             f"A file under the eval root has the same content as the public file "
-            f"{public_path}: its content is not sealed.",
-            {"public_path": public_path},
-            {"eval_path": self.eval_hashes[digest]},
+            f"{public_path}: its content is not sealed." + DERIVED_NOTE * derived,
+            {"public_path": public_path} | ({"derived_output": True} if derived else {}),
+            {"eval_path": eval_path},
         )
 
     def public_text(self, text: str, place: Place, seen: set[int]) -> None:
@@ -355,7 +398,7 @@ class Audit:
     def add_eval_text(self, path: str, text: str) -> None:
         # Read as an agent would read a copy of it: a notebook's cells, a page's words.
         text = decoded(text) or text
-        value = SealedValue(None, path, "eval file", False)
+        value = SealedValue(None, path, "eval file", False, derived=self.derived_output(path))
         hashes = passage_hashes(text)
         if hashes:
             self._register(value, text, numbered(hashes))

@@ -12,6 +12,10 @@ from verifiers.leak_audit.text import MAX_PASSAGE_CHARS, TERMS, WORDS
 MAJORITY = 0.5  # share of a value's passages that makes it leaked
 MAX_FINDINGS_PER_CODE = 100
 MAX_PASSAGES = 3
+DERIVED_NOTE = (
+    " It is a terminal task's expected output, which may be derived from public inputs by "
+    "design (a warning, not a failure): check it is not a copy an agent could hand in."
+)
 
 Place = tuple[str, str]  # ("task", task id) | ("file", path) | ("description"|"title", "")
 
@@ -26,6 +30,7 @@ class SealedValue:
     reference: bool
     short: bool = False  # compared by 4-term windows, all of which must meet in one place
     tasks_state_it: bool = False  # the family shows it in tasks (a multiple-choice answer)
+    derived: bool = False  # a terminal task's expected output (see audit.CODE_SUFFIXES)
     whole: str = ""  # a short value's text (sealed evidence)
     passages: int = 0  # distinct passages (or windows) in it
     hits: dict[Place, set[int]] = field(default_factory=dict)
@@ -72,9 +77,10 @@ class Report:
         if any(p[0] != "task" or p == own for p in places):
             self.emit(
                 "reference_in_public" if value.reference else "hidden_value_in_public",
-                FAILING,
+                WARNING if value.derived else FAILING,
                 value.task_id,
-                f"The {_owner(value)} appears whole in public data: {'; '.join(labels[:5])}.",
+                f"The {_owner(value)} appears whole in public data: {'; '.join(labels[:5])}."
+                + DERIVED_NOTE * value.derived,
                 evidence,
                 sealed,
             )
@@ -114,9 +120,11 @@ class Report:
                 "intended."
             )
         passages = [text for digest, text in value.texts.items() if digest in matched]
+        if leaked and value.derived:
+            message += DERIVED_NOTE
         self.emit(
             code,
-            FAILING if leaked else INFO,
+            (WARNING if value.derived else FAILING) if leaked else INFO,
             value.task_id,
             message,
             _evidence(value, labels)

@@ -108,9 +108,9 @@ def passage_text(text: str, number: int, size: int = WORDS, terms: bool = False)
     return source[start:end][:MAX_PASSAGE_CHARS]
 
 
-def leaves(value: Any, *, keys: bool = False) -> Iterator[str]:
+def leaves(value: Any, *, keys: bool = False, skip: frozenset[str] = frozenset()) -> Iterator[str]:
     """Every string inside a JSON value; with ``keys``, dict keys too (public data shows its
-    keys; a sealed value's keys are names, not content)."""
+    keys; a sealed value's keys are names, not content); nothing under a key in ``skip``."""
     stack = [value]
     while stack:
         item = stack.pop()
@@ -119,7 +119,7 @@ def leaves(value: Any, *, keys: bool = False) -> Iterator[str]:
         elif isinstance(item, dict):
             if keys:
                 stack.extend(key for key in item if isinstance(key, str))
-            stack.extend(reversed(list(item.values())))
+            stack.extend(reversed([v for k, v in item.items() if k not in skip]))
         elif isinstance(item, list | tuple):
             stack.extend(reversed(item))
 
