@@ -170,6 +170,14 @@ HEALTH_MUTANTS: tuple[Mutant, ...] = (
         tests=(REACH_TESTS, "-k expected_output_derived"),
     ),
     Mutant(
+        id="leak-audit-prose-view",
+        module=TEXT,
+        defence="public text is also read as prose, without comment, string and emphasis marks",
+        find="    for view in (unmarked(text), decoded(text), prose(text)):",
+        replace="    for view in (unmarked(text), decoded(text)):",
+        tests=(REACH_TESTS, "-k wrapped_in_comments"),
+    ),
+    Mutant(
         id="adversarial-vocabulary-spray",
         module=ADVERSARIAL,
         defence="text tasks are attacked with a task-independent vocabulary spray",

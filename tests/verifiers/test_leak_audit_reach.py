@@ -553,3 +553,36 @@ def test_the_same_data_file_of_a_task_of_another_family_still_fails(tmp_path):
     found = audit([other], [expected, public_log])
 
     assert (FAILING, "hidden_file_is_public", None) in serious(found)
+
+
+def _wrapped(text: str, width: int, start: str, end: str = "") -> str:
+    lines, line = [], ""
+    for word in text.split():
+        if line and len(line) + len(word) > width:
+            lines.append(f"{start}{line}{end}")
+            line = ""
+        line = f"{line}{word} "
+    return "\n".join([*lines, f"{start}{line}{end}"])
+
+
+WRAPPINGS = {
+    "comment": lambda t: _wrapped(t, 30, "# "),
+    "string concatenation": lambda t: "NOTE = (\n" + _wrapped(t, 40, '    "', '"') + "\n)\n",
+    "javascript concatenation": lambda t: _wrapped(t, 40, "  '", "' +") + " '';",
+    "markdown emphasis": lambda t: " ".join(
+        f"**{w}**" if i % 4 == 1 else w for i, w in enumerate(t.split())
+    ),
+    "hyphenated line breaks": lambda t: t.replace("Osnabrueck", "Osna-\nbrueck").replace(
+        "envoys", "en-\nvoys"
+    ),
+}
+
+
+@pytest.mark.parametrize("wrapping", list(WRAPPINGS))
+def test_an_answer_wrapped_in_comments_strings_or_markup_fails(tmp_path, wrapping):
+    owner = task("essay/1", hidden={"reference_answer": ANSWER})
+    leaked = public_file(tmp_path, "notes/src.txt", WRAPPINGS[wrapping](ANSWER).encode())
+    twin = public_file(tmp_path, "notes/other.txt", WRAPPINGS[wrapping](SHORT * 3).encode())
+
+    assert serious(audit([owner], [twin])) == []
+    assert serious(audit([owner], [leaked])) == [(FAILING, "reference_in_public", "essay/1")]

@@ -30,6 +30,13 @@ _JSON_ESCAPE = re.compile(r"\\(u[0-9a-fA-F]{4}|[nrtbf\"\\/])")
 _JSON_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "b": " ", "f": " ", '"': '"', "\\": "\\", "/": "/"}
 _HTML_TAG = re.compile(r"<[A-Za-z/!?][^<>]{0,2000}>")
 _HTML_ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|[A-Za-z]{2,10});")
+# Line decorations: comment markers, quotes and "+" of a string broken over lines.
+_LINE_START = re.compile(
+    r"^[ \t]*(?:#+|//+|/\*+|\*+/?|--+|;+|%+|>+|\+|[\"'`]|[rbfu]?[\"'])?[ \t]*", re.M
+)
+_LINE_END = re.compile(r"[ \t]*(?:\*/|[\"'`][ \t]*[+,;]?|\+|\\)?[ \t]*$", re.M)
+_EMPHASIS = re.compile(r"\*\*|__|~~|(?<=\w)\*|\*(?=\w)|`")
+_HYPHEN_WRAP = re.compile(r"(\w)-[ \t]*\r?\n[ \t]*(\w)")
 _NAME_SEPARATORS = re.compile(r"[_\-./\\!]+")
 
 
@@ -169,10 +176,25 @@ def _json_char(match: re.Match[str]) -> str:
     return _JSON_SIMPLE[escape]
 
 
+def prose(text: str) -> str:
+    """Text as prose, once the marks that wrap it are gone (empty when there are none): a
+    comment marker or the quotes and ``+`` of a string broken over lines, Markdown emphasis,
+    a word hyphenated at a line break, TeX's ``~``. Each would otherwise put a token between
+    two words of every line, and no passage of the text would span a line."""
+    if "\n" not in text and not _EMPHASIS.search(text) and "~" not in text:
+        return ""
+    result = _HYPHEN_WRAP.sub(r"\1\2", text)
+    result = _LINE_START.sub("", result)
+    result = _LINE_END.sub("", result)
+    result = _EMPHASIS.sub("", result).replace("~", " ")
+    return "" if result == text else result
+
+
 def public_views(text: str) -> list[str]:
-    """The ways an agent can read public text: as it is, without diff markers, decoded."""
+    """The ways an agent can read public text: as it is, without diff markers, decoded, as
+    prose."""
     views = [text]
-    for view in (unmarked(text), decoded(text)):
+    for view in (unmarked(text), decoded(text), prose(text)):
         if view:
             views.append(view)
     return views
