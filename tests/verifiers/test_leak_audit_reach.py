@@ -586,3 +586,18 @@ def test_an_answer_wrapped_in_comments_strings_or_markup_fails(tmp_path, wrappin
 
     assert serious(audit([owner], [twin])) == []
     assert serious(audit([owner], [leaked])) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+def test_a_spent_budget_never_means_an_unbounded_read(tmp_path, monkeypatch):
+    # zlib's max_length=0 and read(-1) both mean "no limit": a budget spent to zero must stop.
+    monkeypatch.setattr(containers, "MAX_ARCHIVE_BYTES", 256 * 1024)
+    monkeypatch.setattr(containers, "MAX_INFLATED_BYTES", 16 * 1024 * 1024)
+    bomb = zlib.compress(bytes(64 * 1024 * 1024), 9)  # never inflated: nothing is left
+    blob = b"\x89PNG\r\n\x1a\n" + bytes(range(256)) + bomb + os.urandom(2 * 1024 * 1024)
+    files = [public_file(tmp_path, "blob.bin", blob)]
+
+    found = audit([task("t/1")], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "blob.bin (read budget spent on embedded streams)" in found[0].message
+    assert "decompressed" not in found[0].message

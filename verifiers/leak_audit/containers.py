@@ -320,8 +320,9 @@ class Walker:
         self, path: str, stream: IO[bytes], budget: _Budget, depth: int, *, seekable: bool
     ) -> None:
         if not seekable:  # a zip is read from its end: hold a nested one in memory
-            data = stream.read(min(MAX_FILE_BYTES, budget.left) + 1)
-            if len(data) > min(MAX_FILE_BYTES, budget.left):
+            room = max(min(MAX_FILE_BYTES, budget.left), 0)
+            data = stream.read(room + 1)
+            if len(data) > room:
                 self.visitor.note(f"archive {path} (nested zip past {MAX_FILE_BYTES} bytes)")
                 return
             budget.left -= len(data)
@@ -391,7 +392,7 @@ class Walker:
 
     def _content(self, path: str, stream: IO[bytes], budget: _Budget, depth: int) -> None:
         """Read plain content in overlapping chunks, up to the file and budget caps."""
-        limit = min(MAX_FILE_BYTES, budget.left)
+        limit = max(min(MAX_FILE_BYTES, budget.left), 0)  # read(-1) would read it all
         reader = self.visitor.open(path)
         first = stream.read(min(CHUNK_BYTES, limit))
         encoding = text_encoding(first)
@@ -484,6 +485,9 @@ class Walker:
                 return
             budget.check_time()
             room = min(MAX_FILE_BYTES, budget.left)
+            if room <= 0:  # a max_length of 0 would mean no limit at all
+                self.visitor.note(f"{path} (read budget spent on embedded streams)")
+                return
             inflater = zlib.decompressobj()
             try:
                 inflated = inflater.decompress(view[match.start() :], room)
