@@ -170,4 +170,20 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
         tests=(ESCAPE_TESTS, "-k symlink_out_of_the_workspace"),
         fast=True,
     ),
+    Mutant(
+        id="live-channel-patch-frames-capped",
+        module="verifiers/live/runner.py",
+        defence="patch frames are taken only from a diff and only up to twice the workspace",
+        find="            if len(report.patch) + len(payload) > self.patch_cap:",
+        replace="            if False:",
+        tests=("tests/security/test_live_channel.py", "-k patch_frames"),
+    ),
+    Mutant(
+        id="live-channel-kill-reaches-the-slot",
+        module="verifiers/sandbox/bwrap.py",
+        defence="killing a bwrap sandbox kills every process of its slot uid (a hijacked pid 1)",
+        find="        self._slot.kill_all()",
+        replace="        pass",
+        tests=("tests/security/test_live_channel.py", "-k hijacked and helper"),
+    ),
 )

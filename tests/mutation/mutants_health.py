@@ -178,6 +178,33 @@ HEALTH_MUTANTS: tuple[Mutant, ...] = (
         tests=(REACH_TESTS, "-k wrapped_in_comments"),
     ),
     Mutant(
+        id="leak-audit-prose-linear-time",
+        module=TEXT,
+        defence="the prose view strips line ends in linear time (a regex backtracked on blanks)",
+        find='    result = "\\n".join(_bare_line(line) for line in result.split("\\n"))',
+        replace=(
+            '    result = re.sub(r"[ \\t]*(?:\\*/|[\\"\'`][ \\t]*[+,;]?|\\+|\\\\)?[ \\t]*$", "",'
+            " result, flags=re.M)"
+        ),
+        tests=(REACH_TESTS, "-k long_run_of_blanks"),
+    ),
+    Mutant(
+        id="leak-audit-zstd-truncation",
+        module=CONTAINERS,
+        defence="a Zstandard stream cut short is damaged, not read and empty",
+        find='raise zstandard.ZstdError("the Zstandard stream ends inside a frame")',
+        replace="return 0",
+        tests=(REACH_TESTS, "-k truncated_zstandard"),
+    ),
+    Mutant(
+        id="leak-audit-public-keys-shown",
+        module=AUDIT,
+        defence="an evaluation input equal to a public key is no secret",
+        find="        shown = public_strings(task) | {text for _, text in pieces}",
+        replace="        shown = public_strings(task)",
+        tests=(REACH_TESTS, "-k equal_to_a_public_key"),
+    ),
+    Mutant(
         id="adversarial-vocabulary-spray",
         module=ADVERSARIAL,
         defence="text tasks are attacked with a task-independent vocabulary spray",

@@ -601,3 +601,44 @@ def test_a_spent_budget_never_means_an_unbounded_read(tmp_path, monkeypatch):
     assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
     assert "blob.bin (read budget spent on embedded streams)" in found[0].message
     assert "decompressed" not in found[0].message
+
+
+def test_a_long_run_of_blanks_mid_line_is_read_in_linear_time(tmp_path):
+    # The prose view's line-end pattern once backtracked over such runs (cubic time): the
+    # file's CPU budget, checked between chunks, came too late and the file went unread.
+    blanks = b"notes\ny" + b" " * 3000 + b"x\n"
+    files = [public_file(tmp_path, "notes.txt", blanks + ANSWER.encode())]
+
+    found = audit([task("essay/1", hidden={"reference_answer": ANSWER})], files)
+
+    assert serious(found) == [(FAILING, "reference_in_public", "essay/1")]
+
+
+def test_a_truncated_zstandard_file_is_listed_as_damaged(tmp_path):
+    whole = zstandard.ZstdCompressor().compress(f"notes {ANSWER}".encode())
+    files = [public_file(tmp_path, "notes.txt.zst", whole[:-4])]
+
+    found = audit([task("t/1")], files)
+
+    assert [(f.severity, f.code) for f in found] == [(WARNING, "audit_limits")]
+    assert "notes.txt.zst (damaged" in found[0].message
+
+
+def test_an_evaluation_input_equal_to_a_public_key_is_no_leak():
+    field = "total sales in euros for the year"
+    form = task(
+        "forms/1",
+        public={"question": "Fill in the form.", "form": {field: ""}},
+        inputs={"expected_field": field},
+    )
+
+    assert serious(audit([form])) == []
+
+
+def test_a_copy_in_other_case_is_not_the_same_file(tmp_path):
+    sealed = public_file(tmp_path, "t1/expected.txt", b"ALICE SMITH JOINED ON MONDAY\n", "eval")
+    lower = public_file(tmp_path, "copy/names.txt", b"alice smith joined on monday\n")
+
+    found = audit([task("t/1")], [sealed, lower])
+
+    assert "hidden_file_is_public" not in {f.code for f in found}

@@ -452,8 +452,8 @@ def test_frames_forged_by_the_command_never_plant_files(
     listing = list_files(sandbox, ws, None)
     assert "forged.txt" not in listing.text
     # Either nothing was reached, or the step was discarded as tampered with. On bwrap no
-    # holder of the channel is open to the command (the helper is non-dumpable, bwrap's pid 1
-    # too): the step is an ordinary one.
+    # holder's fds open to the command (the pipes are the host's, mode 0600): the step is an
+    # ordinary one. Code written into bwrap's pid 1 is tests/security/test_live_channel.py's.
     assert forged.ok == ("real.txt" in listing.text), (forged, listing.text)
     if sandbox.name == "bwrap":
         assert forged.ok and "real.txt" in listing.text, forged

@@ -136,7 +136,9 @@ class Audit:
     def add_task(self, task: TaskLanes) -> None:
         place: Place = ("task", task.task_id)
         pieces = self._public_pieces(task)
-        shown = public_strings(task)
+        # An evaluation input equal to something the task shows (a value or a key) is no
+        # secret: a field the agent fills in, a test path the instructions name.
+        shown = public_strings(task) | {text for _, text in pieces}
         for lane, values in (
             ("evaluation_inputs", task.evaluation_inputs),
             ("hidden", task.hidden),

@@ -27,7 +27,7 @@ from typing import IO, Any, Protocol
 import lz4.frame
 import zstandard
 
-from verifiers.leak_audit.text import LATIN_FALLBACK, normalise
+from verifiers.leak_audit.text import LATIN_FALLBACK, canonical
 
 MAX_FILE_BYTES = 8 * 1024 * 1024  # read of one file or member
 MAX_ARCHIVE_BYTES = 64 * 1024 * 1024  # read of one top-level file, all it contains together
@@ -233,6 +233,40 @@ class _Inflating(io.RawIOBase):
         return size
 
 
+class _Unzstd(io.RawIOBase):
+    """Zstandard frames read as a file, raising on a stream cut short: the library's own
+    reader returns nothing then, and a damaged file would count as read and empty."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self.source, self.pending = source, b""
+        self.frame = zstandard.ZstdDecompressor().decompressobj()
+        self.started = False  # bytes of the current frame were fed
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: bytearray | memoryview) -> int:  # type: ignore[override]
+        while not self.pending:
+            data = self.source.read(CHUNK_BYTES)
+            if not data:
+                if self.started and not self.frame.eof:
+                    raise zstandard.ZstdError("the Zstandard stream ends inside a frame")
+                return 0
+            self._feed(data)
+        size = min(len(buffer), len(self.pending))
+        buffer[:size] = self.pending[:size]
+        self.pending = self.pending[size:]
+        return size
+
+    def _feed(self, data: bytes) -> None:
+        while data:
+            if self.frame.eof:  # the next frame starts in what the last one left over
+                self.frame = zstandard.ZstdDecompressor().decompressobj()
+            self.started = True
+            self.pending += self.frame.decompress(data)
+            data = self.frame.unused_data if self.frame.eof else b""
+
+
 class _Peeked(io.RawIOBase):
     """A stream whose first bytes were read already to see what it holds."""
 
@@ -261,7 +295,7 @@ def _decompressed(kind: str, stream: IO[bytes]) -> IO[bytes]:
     if kind in ("xz", "lzma"):
         return lzma.LZMAFile(stream)
     if kind == "zst":
-        return zstandard.ZstdDecompressor().stream_reader(stream, read_across_frames=True)
+        return io.BufferedReader(_Unzstd(stream))
     if kind == "lz4":
         return lz4.frame.LZ4FrameFile(stream)
     return io.BufferedReader(_Inflating(stream))
@@ -406,6 +440,7 @@ class Walker:
             text = decoder.decode(first)
             small = text
             reader.text("", text)
+            budget.check_time()
             carried = text[-OVERLAP_CHARS:]
             while read < limit and (more := stream.read(min(CHUNK_BYTES, limit - read))):
                 read += len(more)
@@ -413,6 +448,7 @@ class Walker:
                 text = decoder.decode(more)
                 small = None
                 reader.text(carried, text)
+                budget.check_time()
                 carried = (carried + text)[-OVERLAP_CHARS:]
             complete = not stream.read(1)
             budget.left -= read
@@ -509,6 +545,7 @@ class Walker:
 
 
 def _text_digest(text: str) -> str:
-    """The digest of a small text file with case and whitespace aside: a copy with another
-    line ending or a trailing newline is the same file."""
-    return sha256(normalise(text).encode("utf-8", "surrogatepass")).hexdigest()
+    """The digest of a small text file with runs of whitespace aside: a copy with other line
+    endings or a trailing newline is the same file (one in other case is not)."""
+    spaced = " ".join(canonical(text).split())
+    return sha256(spaced.encode("utf-8", "surrogatepass")).hexdigest()

@@ -31,10 +31,9 @@ _JSON_SIMPLE = {"n": "\n", "r": "\r", "t": "\t", "b": " ", "f": " ", '"': '"', "
 _HTML_TAG = re.compile(r"<[A-Za-z/!?][^<>]{0,2000}>")
 _HTML_ENTITY = re.compile(r"&(#\d+|#x[0-9a-fA-F]+|[A-Za-z]{2,10});")
 # Line decorations: comment markers, quotes and "+" of a string broken over lines.
-_LINE_START = re.compile(
-    r"^[ \t]*(?:#+|//+|/\*+|\*+/?|--+|;+|%+|>+|\+|[\"'`]|[rbfu]?[\"'])?[ \t]*", re.M
-)
-_LINE_END = re.compile(r"[ \t]*(?:\*/|[\"'`][ \t]*[+,;]?|\+|\\)?[ \t]*$", re.M)
+# A line's leading decoration: a comment marker, a quote or "+" of a string broken over lines.
+_LINE_START = re.compile(r"(?:#+|//+|/\*+|\*+/?|--+|;+|%+|>+|\+|[rbfu]?[\"'`])[ \t]*")
+_QUOTES = "\"'`"
 _EMPHASIS = re.compile(r"\*\*|__|~~|(?<=\w)\*|\*(?=\w)|`")
 _HYPHEN_WRAP = re.compile(r"(\w)-[ \t]*\r?\n[ \t]*(\w)")
 _NAME_SEPARATORS = re.compile(r"[_\-./\\!]+")
@@ -184,10 +183,27 @@ def prose(text: str) -> str:
     if "\n" not in text and not _EMPHASIS.search(text) and "~" not in text:
         return ""
     result = _HYPHEN_WRAP.sub(r"\1\2", text)
-    result = _LINE_START.sub("", result)
-    result = _LINE_END.sub("", result)
+    result = "\n".join(_bare_line(line) for line in result.split("\n"))
     result = _EMPHASIS.sub("", result).replace("~", " ")
     return "" if result == text else result
+
+
+def _bare_line(line: str) -> str:
+    """A line without its decorations, in linear time (string methods and an anchored
+    match: a regex searching for them backtracked on long runs of blanks)."""
+    body = line.strip(" \t\r")
+    start = _LINE_START.match(body)
+    if start:
+        body = body[start.end() :]
+    for end in ("*/", "\\", "+"):
+        if body.endswith(end):
+            body = body[: -len(end)].rstrip(" \t")
+            break
+    if body[-1:] in (",", ";") and body[:-1].rstrip(" \t")[-1:] in tuple(_QUOTES):
+        body = body[:-1].rstrip(" \t")
+    if body[-1:] in tuple(_QUOTES):
+        body = body[:-1]
+    return body
 
 
 def public_views(text: str) -> list[str]:

@@ -39,6 +39,7 @@ COMPILED = ("helper_io.py", "helper_ops.py")
 SANDBOX_HOME = "/tmp"  # noqa: S108 - the sandbox's own tmpfs: dotfiles never land in the workspace
 MAGIC = b"SBF1"
 MAX_FRAME = 16 * MiB
+RESULT_GRACE = 5.0  # seconds a sandbox may take to end once the helper reported
 MAX_RESULT = 8 * MiB
 GRACE_SECONDS = 30.0  # copying a workspace in and its tree out, beyond the command's time
 COPY_RATE = 50 * MiB  # bytes per second we allow for copying a workspace in or out
@@ -235,12 +236,14 @@ class _Frames:
         self,
         report: HelperReport,
         nonce: str,
+        patch_cap: int,
         tree_spool: Path | None,
         tree_cap: int,
         on_output: OutputCallback | None,
     ) -> None:
         self.report = report
         self.nonce = nonce
+        self.patch_cap = patch_cap
         self.tree_spool = tree_spool
         self.tree_cap = tree_cap
         self.on_output = on_output
@@ -257,16 +260,23 @@ class _Frames:
                     return
                 if len(head) < 9 or head[:4] != MAGIC:
                     self.fail("the helper's channel held something other than its frames")
+                    kill()
                     return
                 kind, size = head[4:5], int.from_bytes(head[5:9], "big")
                 if size > MAX_FRAME:
                     self.fail("a frame on the helper's channel was too large")
+                    kill()
                     return
                 payload = pipe.read(size)
                 if len(payload) < size:
                     self.fail("the helper's channel ended inside a frame")
                     return
                 if not self.take(kind, payload, kill):
+                    kill()  # a spoiled channel: nothing the sandbox does now can count
+                    return
+                if self.report.result is not None:
+                    # The helper's result is its last frame: whatever still holds the pipe
+                    # open (code the candidate planted in the sandbox's pid 1) is not waited on.
                     return
         finally:
             if self.tree_file is not None:
@@ -289,6 +299,11 @@ class _Frames:
         elif kind == b"T":
             self.take_tree(payload, kill)
         elif kind == b"P":
+            if len(report.patch) + len(payload) > self.patch_cap:
+                # Only a diff sends a patch, never larger than twice the workspace: anything
+                # else is frames the candidate forged, which would grow our memory unbounded.
+                self.fail("a patch arrived that the action did not make (forged)")
+                return False
             report.patch += payload
         elif kind == b"R":
             self.take_result(payload)
@@ -394,7 +409,8 @@ def run_helper(
             handle.close()
         raise
     report = HelperReport(None, None, None, StreamText(output_cap), StreamText(output_cap))  # type: ignore[arg-type]
-    frames = _Frames(report, str(header["nonce"]), tree_spool, tree_cap, on_output)
+    patch_cap = 2 * int(header["limits"]["bytes"]) + MiB if header.get("op") == "diff" else 0
+    frames = _Frames(report, str(header["nonce"]), patch_cap, tree_spool, tree_cap, on_output)
     writer = threading.Thread(target=_feed, args=(process.stdin, encoded, files), daemon=True)
     writer.start()
     stop = threading.Event()
@@ -409,7 +425,9 @@ def run_helper(
         raise
     finally:
         stop.set()
-        report.sandbox = process.finish()
+        # After its result the helper has killed everything else and exits: a sandbox still
+        # running then is held by something the candidate planted (see _Frames.read).
+        report.sandbox = process.finish(RESULT_GRACE if report.result is not None else None)
         writer.join(5)
     if report.result is None and report.problem is None:
         report.problem = "the sandbox ended without the helper's report"

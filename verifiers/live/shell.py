@@ -23,7 +23,10 @@ Why the host can trust what this reports although the agent's command runs besid
   SIGKILLed before the tree is read: nothing changes a file while it is tarred, and nothing
   writes a frame after it;
 * the result names the tree's length and CRC-32: frames injected earlier through another
-  holder of the pipe (Docker's exec shell) make the host discard the step, nothing more.
+  holder of the pipe (Docker's exec shell, or code the command wrote into bwrap's pid 1,
+  which runs as the sandbox uid) make the host discard the step, nothing more; the host
+  takes a patch only from a diff, stops reading at the result, and a kill reaches every
+  process of the sandbox's uid, so such a holder cannot hold a worker either.
 
 Extraction never follows links: every folder is opened component by component with
 ``O_NOFOLLOW``, files are created ``O_EXCL``, names must be safe relative paths, and members

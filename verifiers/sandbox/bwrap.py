@@ -529,6 +529,10 @@ class BwrapProcess(SandboxProcess):
         self._flags.killed.set()
         with contextlib.suppress(ProcessLookupError):
             os.killpg(self._proc.pid, signal.SIGKILL)
+        # The group kill reaches the namespace's pid 1 only through its parent-death signal,
+        # and pid 1 runs as the slot uid: code the candidate wrote into it (/proc/1/mem) can
+        # clear that signal and leave the session, keeping the helper's pipes open forever.
+        self._slot.kill_all()
 
     def kill(self) -> None:
         self._killed_by_caller = True

@@ -15,8 +15,9 @@ import os
 import shutil
 import stat
 import subprocess
+import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifiers.sandbox.base import SandboxUnavailable
@@ -120,11 +121,20 @@ def rss_bytes(pids: list[int]) -> int:
 class Slot:
     uid: int | None  # None: not root, runs as our own uid
     lock_fd: int | None = None
+    guard: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
     def release(self) -> None:
-        if self.lock_fd is not None:
-            os.close(self.lock_fd)  # closing drops the flock
-            self.lock_fd = None
+        with self.guard:
+            if self.lock_fd is not None:
+                os.close(self.lock_fd)  # closing drops the flock
+                self.lock_fd = None
+
+    def kill_all(self) -> None:
+        """SIGKILL every process of the slot uid while the slot is still ours (once released
+        the uid may be another sandbox's)."""
+        with self.guard:
+            if self.uid is not None and self.lock_fd is not None:
+                kill_uid(self.uid)
 
 
 def slot_dir() -> Path:
