@@ -10,36 +10,22 @@ makes a holder do may spoil its own step, never our memory, a worker or the next
 from __future__ import annotations
 
 import platform
-import shutil
-import tempfile
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
+from tests.verifiers import test_live_workspace as live_workspace
 from tests.verifiers.test_live_workspace import live, snapshot_names
-from tests.verifiers.test_repo_patch import open_backend
-from verifiers.live import destroy, run_bash
+from verifiers.live import run_bash
 from verifiers.sandbox import Sandbox
 
 pytestmark = pytest.mark.database_independent
 
 
-@pytest.fixture(params=["bwrap", "docker"])
-def sandbox(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Sandbox:
-    return open_backend(request.param, monkeypatch)
-
-
-@pytest.fixture
-def folder() -> Iterator[Path]:
-    root = Path(tempfile.mkdtemp(prefix="sb-live-channel-"))
-    root.chmod(0o711)  # the sandbox uid traverses it to the episode's folder
-    try:
-        yield root / "episode"
-    finally:
-        destroy(root / "episode")
-        shutil.rmtree(root, ignore_errors=True)
+# The live-workspace suite's fixtures: a sandbox per backend, an episode folder.
+sandbox = live_workspace.sandbox
+folder = live_workspace.folder
 
 
 # Run by the agent's command: makes the sandbox's pid 1 (asleep in wait4) run a few

@@ -385,9 +385,9 @@ def _zip(members: dict[str, bytes]) -> bytes:
     return buffer.getvalue()
 
 
-def _tar_gz(members: dict[str, bytes]) -> bytes:
+def _tar_gz(members: dict[str, bytes], mode: str = "w:gz") -> bytes:
     buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w:gz") as archive:
+    with tarfile.open(fileobj=buffer, mode=mode) as archive:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
             info.size = len(data)

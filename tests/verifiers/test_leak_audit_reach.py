@@ -148,13 +148,7 @@ def test_a_multiple_choice_answer_text_in_a_public_file_fails(tmp_path):
 
 
 def _tar(members: dict[str, bytes]) -> bytes:
-    buffer = io.BytesIO()
-    with tarfile.open(fileobj=buffer, mode="w") as archive:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            archive.addfile(info, io.BytesIO(data))
-    return buffer.getvalue()
+    return _tar_gz(members, mode="w")
 
 
 def _sqlite(text: str, tmp_path: Path) -> bytes:

@@ -337,7 +337,7 @@ class Audit:
         for audit_file in files:
             if audit_file.root == "eval":
                 self._eval_digest(audit_file)
-                self._read(audit_file, _EvalVisitor(self, audit_file.path))
+                self._read(audit_file, _EvalVisitor(self))
             else:
                 public.append(audit_file)
         for audit_file in public:
@@ -554,8 +554,8 @@ class _PublicReader:
 class _EvalVisitor:
     """Reads eval-root files (and what their archives hold) as sealed text and digests."""
 
-    def __init__(self, audit: Audit, top: str) -> None:
-        self.audit, self.top = audit, top
+    def __init__(self, audit: Audit) -> None:
+        self.audit = audit
 
     def open(self, path: str) -> _EvalReader:
         return _EvalReader(self.audit, path)
