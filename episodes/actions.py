@@ -24,11 +24,11 @@ from typing import Any
 from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
-from kombu.exceptions import KombuError
 
 from episodes import wire
 from episodes.models import Step, StepState
 from episodes.tools import RUN_PYTHON
+from job_queue import send_job
 from runs.pipeline import worker_name, worker_sandbox
 from verifiers.sandbox import SandboxUnavailable
 from verifiers.snippet import SnippetOutcome, SnippetRejected, run_snippet
@@ -81,15 +81,10 @@ def run_sandboxed(
     """Queue the step for a worker and wait for its observation, within the answer window
     (or until ``deadline``). ``may_continue``: a workspace action, left running at the
     deadline and answered with its output so far."""
-    from episodes import tasks  # noqa: PLC0415 - the Celery tasks import this module
-
     deadline = answer_deadline() if deadline is None else deadline
     # A workspace action is unanswered until its final observation reaches the agent.
     Step.objects.filter(pk=step.pk).update(state=StepState.QUEUED, answered=not may_continue)
-    try:
-        tasks.run_step_action.delay(step.pk)
-    except (KombuError, OSError, ConnectionError) as exc:
-        logger.warning("could not send the action of step %s: %s", step.pk, exc)
+    if not send_job("episodes.run_step_action", step.pk):
         return _not_run(step, "the site could not hand your action to a worker")
     take_by = min(deadline, time.monotonic() + settings.SECUREBENCH_EPISODE_ACTION_WAIT_SECONDS)
     row = _row_when(step.pk, take_by, lambda row: row["state"] != StepState.QUEUED)

@@ -16,7 +16,6 @@ from typing import Any
 from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
-from kombu.exceptions import KombuError
 
 from episodes import actions, wire
 from episodes.budgets import EpisodeBudgets, budget_crossed, episode_budgets
@@ -31,6 +30,7 @@ from episodes.tools import (
     family_tools,
     is_workspace_family,
 )
+from job_queue import send_job
 from runs.models import ResultStatus, TaskResult
 from runs.services import run_record_live_candidate
 from verifiers.task import Candidate as VerifierCandidate
@@ -664,8 +664,6 @@ def _workspace_end(episode: Episode, *, ending: str, note: str) -> bool:
     """End a workspace episode: no more steps, its running action is stopped (its worker
     sees the ending), and a worker collects the candidate from the workspace, records it
     and destroys the workspace. False if it had already ended."""
-    from episodes import tasks  # noqa: PLC0415 - the Celery tasks import this module
-
     with transaction.atomic():
         locked = Episode.objects.select_for_update().get(pk=episode.pk)
         if locked.status != EpisodeStatus.OPEN:
@@ -678,16 +676,11 @@ def _workspace_end(episode: Episode, *, ending: str, note: str) -> bool:
         locked.wall_seconds = (now - start).total_seconds() if start else 0.0
         locked.status = EpisodeStatus.SCORING
         locked.save(update_fields=["ending", "end_note", "ended_at", "wall_seconds", "status"])
-        transaction.on_commit(lambda: send_collect(locked.pk, tasks), robust=True)
+        transaction.on_commit(lambda: send_collect(locked.pk), robust=True)
     return True
 
 
-def send_collect(episode_id: int, tasks: Any) -> bool:
+def send_collect(episode_id: int) -> bool:
     """Queue the collection of an ended episode's workspace (the reaper sends it again if
     this message is lost)."""
-    try:
-        tasks.collect_workspace.delay(episode_id)
-    except (KombuError, OSError, ConnectionError) as exc:
-        logger.warning("could not send the collection of episode %s: %s", episode_id, exc)
-        return False
-    return True
+    return send_job("episodes.collect_workspace", episode_id)

@@ -487,7 +487,7 @@ class WorkspaceReapReport:
 def workspaces_reap(*, now: datetime | None = None) -> WorkspaceReapReport:
     """Collections that were lost are sent again (or given up); folders of ended episodes
     left behind (a worker died mid-step, a late step wrote after the end) are removed."""
-    from episodes import services, tasks  # noqa: PLC0415 - both import this module's callers
+    from episodes import services  # noqa: PLC0415 - services imports lifecycle
 
     now = now or timezone.now()
     stuck = Episode.objects.filter(
@@ -502,7 +502,7 @@ def workspaces_reap(*, now: datetime | None = None) -> WorkspaceReapReport:
             collect_give_up(episode)
             services.episode_run_close_if_collected(episode.episode_run_id)
             given_up += 1
-        elif lifecycle.send_collect(episode.pk, tasks):
+        elif lifecycle.send_collect(episode.pk):
             resent += 1
     return WorkspaceReapReport(resent, given_up, _remove_leftover_folders())
 

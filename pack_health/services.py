@@ -28,8 +28,8 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Max, Q
 from django.utils import timezone
-from kombu.exceptions import KombuError
 
+from job_queue import send_job
 from pack_health import selectors
 from pack_health.findings import Collected, collect
 from pack_health.models import (
@@ -65,7 +65,7 @@ TASK_CHUNK = 1000
 FINDING_BATCH = 500
 MAX_REASON_CHARS = 2000
 # A start still unfinished this long after it began died with its worker (the start task's
-# hard time limit, pack_health.tasks, plus a margin): another worker may take it over.
+# hard time limit, pack_health.jobs, plus a margin): another worker may take it over.
 START_TAKEOVER_SECONDS = settings.SECUREBENCH_SANDBOX_TASK_SECONDS + 120
 
 
@@ -95,22 +95,12 @@ def health_request(
 
 
 def _send_start(report_id: int) -> None:
-    from pack_health import tasks  # noqa: PLC0415 - the tasks import this module
-
-    try:
-        tasks.start_health_checks.delay(report_id)
-    except (KombuError, OSError, ConnectionError) as exc:
-        # The sweep sends it again once the report has waited long enough.
-        logger.warning("could not send the start of health report %s: %s", report_id, exc)
+    # Lost, it is sent again by the sweep once the report has waited long enough.
+    send_job("pack_health.start_health_checks", report_id)
 
 
 def _send_finish(report_id: int) -> None:
-    from pack_health import tasks  # noqa: PLC0415
-
-    try:
-        tasks.finish_health_report.delay(report_id)
-    except (KombuError, OSError, ConnectionError) as exc:
-        logger.warning("could not send the finish of health report %s: %s", report_id, exc)
+    send_job("pack_health.finish_health_report", report_id)
 
 
 def on_version_created(version: ContractVersion, uploaded_by: Any) -> None:

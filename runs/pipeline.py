@@ -26,8 +26,8 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
-from kombu.exceptions import KombuError
 
+from job_queue import send_job
 from runs import hooks
 from runs.evaluators import TaskCounts, evaluator_get
 from runs.models import (
@@ -48,6 +48,9 @@ logger = logging.getLogger(__name__)
 # Faults of our own that another attempt may not hit; everything else is final.
 RETRYABLE_REASONS = frozenset({Reason.INFRASTRUCTURE, Reason.SANDBOX_UNAVAILABLE})
 ID_CHUNK = 1000  # ids per IN (...) clause
+# The jobs (runs.jobs) that score queued results, sent by name.
+SCORE_TEXT_JOB = "runs.score_text_results"
+SCORE_SANDBOX_JOB = "runs.score_sandbox_result"
 VERDICT_FIELDS = [
     "status",
     "score",
@@ -88,8 +91,6 @@ def evaluation_dispatch(evaluation_id: int, *, result_ids: Iterable[int] | None 
     both cores (and every worker) stay busy. A message that cannot be sent leaves its rows
     with no dispatch time, and the reaper sends it again.
     """
-    from runs import tasks  # noqa: PLC0415 - the Celery tasks import this module
-
     queued = TaskResult.objects.filter(evaluation_id=evaluation_id, status=ResultStatus.QUEUED)
     if result_ids is not None:
         queued = queued.filter(pk__in=list(result_ids))
@@ -98,18 +99,15 @@ def evaluation_dispatch(evaluation_id: int, *, result_ids: Iterable[int] | None 
     sandbox_ids = [pk for pk, queue in rows if queue == WorkQueue.SANDBOX]
     sent = 0
     for chunk in _chunks(text_ids, settings.SECUREBENCH_TEXT_CHUNK):
-        sent += _send(tasks.score_text_results, chunk, chunk)
+        sent += _send(SCORE_TEXT_JOB, chunk, chunk)
     for pk in sandbox_ids:
-        sent += _send(tasks.score_sandbox_result, [pk], pk)
+        sent += _send(SCORE_SANDBOX_JOB, [pk], pk)
     return sent
 
 
-def _send(task: Any, ids: list[int], argument: Any) -> int:
+def _send(job: str, ids: list[int], argument: Any) -> int:
     _mark_dispatched(ids, timezone.now())
-    try:
-        task.delay(argument)
-    except (KombuError, OSError, ConnectionError) as exc:
-        logger.warning("could not send %s for results %s: %s", task.name, ids[:5], exc)
+    if not send_job(job, argument):
         _mark_dispatched(ids, None)
         return 0
     return 1

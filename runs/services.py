@@ -18,8 +18,8 @@ from django.conf import settings
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
-from kombu.exceptions import KombuError
 
+from job_queue import send_job
 from packs.models import ContractVersion, Task, VersionState
 from packs.selectors import evaluator_lanes_for_tasks
 from runs.budgets import check_budgets, contract_budgets
@@ -219,12 +219,7 @@ def reference_runs_request(
 
 
 def _send_reference_fill(run_ids: list[int]) -> None:
-    from runs import tasks  # noqa: PLC0415 - the tasks import this module's callers
-
-    try:
-        tasks.fill_reference_runs.delay(run_ids)
-    except (KombuError, OSError, ConnectionError) as exc:
-        logger.warning("could not send the fill of reference runs %s: %s", run_ids, exc)
+    send_job("runs.fill_reference_runs", run_ids)
 
 
 def reference_fills_resend(*, now: datetime | None = None) -> int:

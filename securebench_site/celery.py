@@ -16,7 +16,8 @@ logger = logging.getLogger(__name__)
 
 app = Celery("securebench_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.autodiscover_tasks()
+# Each app's background jobs are in its `jobs` module (`tasks` would read as the benchmark tasks).
+app.autodiscover_tasks(related_name="jobs")
 
 
 def _add_heartbeat() -> None:

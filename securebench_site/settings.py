@@ -329,16 +329,16 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # never holds back multiple-choice scoring. A worker hoards nothing: prefetch 1.
 CELERY_TASK_DEFAULT_QUEUE = "text"
 CELERY_TASK_ROUTES = {
-    "runs.tasks.score_text_results": {"queue": "text"},
-    "runs.tasks.score_sandbox_result": {"queue": "sandbox"},
-    "runs.tasks.reap_leases": {"queue": "text"},
-    "runs.tasks.fill_reference_runs": {"queue": "text"},
+    "runs.score_text_results": {"queue": "text"},
+    "runs.score_sandbox_result": {"queue": "sandbox"},
+    "runs.reap_leases": {"queue": "text"},
+    "runs.fill_reference_runs": {"queue": "text"},
     # Agents wait on these (run_python now, workspace actions next): a queue of their own, so
     # a long verification backlog never holds an agent's step past its answer window.
-    "episodes.tasks.run_step_action": {"queue": "actions"},
+    "episodes.run_step_action": {"queue": "actions"},
     # A live workspace's candidate is collected (a diff may need a sandbox) where its folder is.
-    "episodes.tasks.collect_workspace": {"queue": "actions"},
-    "episodes.tasks.reap_episodes": {"queue": "text"},
+    "episodes.collect_workspace": {"queue": "actions"},
+    "episodes.reap_episodes": {"queue": "text"},
 }
 CELERY_WORKER_PREFETCH_MULTIPLIER = 1
 CELERY_TASK_ACKS_LATE = True
@@ -391,22 +391,22 @@ SECUREBENCH_METRICS_NETWORKS = env_list("SECUREBENCH_METRICS_NETWORKS", [])
 SECUREBENCH_MAX_SAMPLES = env_int("SECUREBENCH_MAX_SAMPLES", 200)
 CELERY_BEAT_SCHEDULE = {
     "reap-expired-leases": {
-        "task": "runs.tasks.reap_leases",
+        "task": "runs.reap_leases",
         "schedule": float(SECUREBENCH_REAPER_SECONDS),
     },
     # Docker containers of workers that died mid-verification (runs.pipeline).
     "remove-stale-sandboxes": {
-        "task": "runs.tasks.remove_stale_sandboxes",
+        "task": "runs.remove_stale_sandboxes",
         "schedule": float(env_int("SECUREBENCH_STALE_SANDBOX_CHECK_SECONDS", 600)),
     },
     # Idle episodes, verdicts to copy to their episodes, episode runs whose URL expired.
     "reap-episodes": {
-        "task": "episodes.tasks.reap_episodes",
+        "task": "episodes.reap_episodes",
         "schedule": float(SECUREBENCH_REAPER_SECONDS),
     },
     # Health reports whose last run finished without a message, or whose start was lost.
     "sweep-health-reports": {
-        "task": "pack_health.tasks.sweep_health_reports",
+        "task": "pack_health.sweep_health_reports",
         "schedule": float(SECUREBENCH_REAPER_SECONDS),
     },
 }
@@ -417,11 +417,11 @@ SECUREBENCH_CANARY_MINUTES = env_int("SECUREBENCH_CANARY_MINUTES", 10)
 SECUREBENCH_CANARY_LATE_SECONDS = env_int("SECUREBENCH_CANARY_LATE_SECONDS", 300)
 if SECUREBENCH_CANARY_MINUTES > 0:
     CELERY_BEAT_SCHEDULE["run-canary"] = {
-        "task": "operations.tasks.run_canary",
+        "task": "operations.run_canary",
         "schedule": float(SECUREBENCH_CANARY_MINUTES * 60),
     }
 # A Docker sandbox older than this is an orphan of a dead worker: no live verification runs
-# past the sandbox task's hard limit (runs.tasks), plus a margin. Lower it only together with
+# past the sandbox task's hard limit (runs.jobs), plus a margin. Lower it only together with
 # SECUREBENCH_SANDBOX_TASK_SECONDS, or the janitor removes live sandboxes.
 SECUREBENCH_STALE_SANDBOX_SECONDS = env_int(
     "SECUREBENCH_STALE_SANDBOX_SECONDS", SECUREBENCH_SANDBOX_TASK_SECONDS + 60 + 120

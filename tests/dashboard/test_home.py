@@ -109,7 +109,7 @@ def test_one_click_scores_the_reference_solutions_as_an_oracle_and_a_null_run(
     preparing = section(home(reviewer), "now-running")
     assert preparing.count("preparing-row") == 2 and 'hx-trigger="every 2s"' in preparing
 
-    for run in runs.values():  # the worker's part (runs.tasks.fill_reference_runs)
+    for run in runs.values():  # the worker's part (runs.jobs.fill_reference_runs)
         assert reference_run_fill(run.pk) is not None
         assert reference_run_fill(run.pk) is None  # a message delivered twice does nothing
         run.refresh_from_db()

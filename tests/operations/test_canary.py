@@ -88,5 +88,5 @@ def test_a_check_that_never_finishes_or_a_stopped_schedule_is_late(settings):
 
 def test_the_schedule_runs_the_canary_every_ten_minutes_by_default() -> None:
     entry = settings.CELERY_BEAT_SCHEDULE["run-canary"]
-    assert entry["task"] == "operations.tasks.run_canary"
+    assert entry["task"] == "operations.run_canary"
     assert entry["schedule"] == 600.0

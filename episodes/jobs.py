@@ -1,5 +1,6 @@
-"""Celery tasks of the episodes layer: thin, taking ids; the work is in episodes.actions,
-episodes.workspaces and episodes.services."""
+"""Background jobs of the episodes layer (Celery tasks sent by name, so nothing imports this
+module): thin, taking ids; the work is in episodes.actions, episodes.workspaces and
+episodes.services."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ REAP_LIMIT = 300
 
 
 @shared_task(
+    name="episodes.run_step_action",
     acks_late=False,
     ignore_result=True,
     soft_time_limit=ACTION_SOFT_LIMIT,
@@ -28,6 +30,7 @@ def run_step_action(step_id: int) -> bool:
 
 
 @shared_task(
+    name="episodes.collect_workspace",
     acks_late=False,
     ignore_result=True,
     soft_time_limit=COLLECT_LIMIT,
@@ -39,7 +42,7 @@ def collect_workspace(episode_id: int) -> bool:
     return workspaces.workspace_collect(int(episode_id))
 
 
-@shared_task(ignore_result=True, time_limit=REAP_LIMIT)
+@shared_task(name="episodes.reap_episodes", ignore_result=True, time_limit=REAP_LIMIT)
 def reap_episodes() -> dict[str, int]:
     report = services.episodes_reap()
     actions.expired_steps_sweep()

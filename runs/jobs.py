@@ -1,4 +1,5 @@
-"""Celery tasks: thin wrappers that take ids; the work is in ``runs.pipeline``.
+"""Background jobs (Celery tasks sent by name, so nothing imports this module): thin wrappers
+that take ids; the work is in ``runs.pipeline``.
 
 Messages carry only result ids. Acknowledged late, so a worker that dies mid-verification
 leaves the message to the broker (Redis re-delivers it) and its lease to the reaper; either
@@ -21,6 +22,7 @@ TEXT_HARD_LIMIT = TEXT_SOFT_LIMIT + 60
 
 
 @shared_task(
+    name="runs.score_text_results",
     acks_late=True,
     ignore_result=True,
     soft_time_limit=TEXT_SOFT_LIMIT,
@@ -31,6 +33,7 @@ def score_text_results(result_ids: list[int]) -> int:
 
 
 @shared_task(
+    name="runs.score_sandbox_result",
     acks_late=True,
     ignore_result=True,
     soft_time_limit=SANDBOX_SOFT_LIMIT,
@@ -41,6 +44,7 @@ def score_sandbox_result(result_id: int) -> int:
 
 
 @shared_task(
+    name="runs.fill_reference_runs",
     acks_late=True,
     ignore_result=True,
     soft_time_limit=TEXT_SOFT_LIMIT,
@@ -51,7 +55,7 @@ def fill_reference_runs(run_ids: list[int]) -> int:
     return sum(services.reference_run_fill(int(pk)) is not None for pk in run_ids)
 
 
-@shared_task(ignore_result=True, time_limit=TEXT_HARD_LIMIT)
+@shared_task(name="runs.reap_leases", ignore_result=True, time_limit=TEXT_HARD_LIMIT)
 def reap_leases() -> dict[str, int]:
     report = pipeline.leases_reap()
     return {
@@ -62,6 +66,6 @@ def reap_leases() -> dict[str, int]:
     }
 
 
-@shared_task(ignore_result=True, time_limit=TEXT_HARD_LIMIT)
+@shared_task(name="runs.remove_stale_sandboxes", ignore_result=True, time_limit=TEXT_HARD_LIMIT)
 def remove_stale_sandboxes() -> int:
     return len(pipeline.stale_sandboxes_remove())
