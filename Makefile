@@ -94,8 +94,9 @@ bench: venv system-run
 mutation: venv system-run
 	$(VPY) -m tests.mutation.run $(MUTATION_ARGS)
 
+# Ruff, and import-linter's contracts (pyproject.toml; `make test` checks them too, tests/test_layers.py).
 lint: venv
-	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check .
+	$(VENV)/bin/ruff check . && $(VENV)/bin/ruff format --check . && $(VENV)/bin/lint-imports --no-logo --no-cache
 
 format: venv
 	$(VENV)/bin/ruff check --fix . && $(VENV)/bin/ruff format .

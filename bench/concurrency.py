@@ -23,7 +23,7 @@ from bench.site import Site
 def _check_scored_once(evaluation_ids: list[int], tasks: int) -> Counter[str]:
     """Every result passed, claimed once; returns how many results each worker process
     (host:pid) scored."""
-    from runs.models import TaskResult  # noqa: PLC0415
+    from runs.models import TaskResult  # noqa: PLC0415 - Django app loading: after django_setup()
 
     results = list(
         TaskResult.objects.filter(evaluation_id__in=evaluation_ids).values(

@@ -30,6 +30,12 @@ from typing import Any
 
 from bench.code_scoring import humaneval_tasks, score_pack
 from bench.common import REPO_ROOT, Figure, at_most, django_setup, docker_sandbox, main, median
+from packs.compiler import compile_pack, compiled_task_lanes
+from verifiers import live
+from verifiers.sandbox import SandboxUnavailable
+from verifiers.sandbox.docker import DEFAULT_LOCAL_IMAGE, docker_client
+from verifiers.sandbox.docker_pool import drain_process_pool, process_pool
+from verifiers.scoring import VerifierSettings, verify
 
 WORKLOAD = "12 docker at pace"
 FLOOR_RUNS = 20
@@ -43,8 +49,6 @@ TERMINAL_PACK = REPO_ROOT / "examples" / "terminal-files"
 
 
 def _image() -> str:
-    from verifiers.sandbox.docker import DEFAULT_LOCAL_IMAGE  # noqa: PLC0415
-
     return os.environ.get("SECUREBENCH_DEFAULT_IMAGE") or DEFAULT_LOCAL_IMAGE
 
 
@@ -77,8 +81,6 @@ def _timed(fn: Callable[[], Any], runs: int, *, gap: float = 0.0) -> list[float]
 def single_verifications(
     sandbox: Any, work: list[tuple[Any, Any]], runs: int, *, gap: float = 0.0
 ) -> list[float]:
-    from verifiers.scoring import VerifierSettings, verify  # noqa: PLC0415
-
     settings = VerifierSettings(sandbox=sandbox)
     items = iter(work * (1 + (runs + WARM_UP) // len(work)))
 
@@ -92,9 +94,6 @@ def single_verifications(
 
 
 def bash_steps(sandbox: Any, runs: int) -> list[float]:
-    from packs.compiler import compile_pack, compiled_task_lanes  # noqa: PLC0415
-    from verifiers import live  # noqa: PLC0415
-
     pack = compile_pack(TERMINAL_PACK)
     lanes = compiled_task_lanes(pack.tasks[0], pack.files)
     lanes = replace(lanes, evaluation_inputs={}, hidden={})  # what an episode may be given
@@ -111,15 +110,11 @@ def bash_steps(sandbox: Any, runs: int) -> list[float]:
 
 
 def _pool_counts() -> tuple[int, int]:
-    from verifiers.sandbox.docker_pool import process_pool  # noqa: PLC0415
-
     pool = process_pool()
     return (pool.hits, pool.misses) if pool is not None else (0, 0)
 
 
 def _use_runtime(runtime: str | None, pool: bool) -> None:
-    from verifiers.sandbox.docker_pool import drain_process_pool  # noqa: PLC0415
-
     drain_process_pool()  # containers of another runtime must not be handed out
     if runtime:
         os.environ["SECUREBENCH_DOCKER_RUNTIME"] = runtime
@@ -210,16 +205,12 @@ def runtime_figures(runtime: str | None, work: list[tuple[Any, Any]], *, smoke: 
 
 
 def offered_runtimes() -> list[str | None]:
-    from verifiers.sandbox.docker import docker_client  # noqa: PLC0415
-
     known = set((docker_client().info().get("Runtimes") or {}).keys())
     return [None, *(runtime for runtime in ("crun", "runsc") if runtime in known)]
 
 
 def run(*, smoke: bool) -> list[Figure]:
     django_setup()
-    from verifiers.sandbox import SandboxUnavailable  # noqa: PLC0415
-
     work = humaneval_tasks(SMOKE_TASKS if smoke else None)
     try:
         runtimes = offered_runtimes()

@@ -38,9 +38,12 @@ from typing import Any
 
 import httpx
 from cube.client import BenchmarkClient, TaskClient
+from django.conf import settings
 
 from bench.common import Figure, at_most, django_setup, main, median, p95
 from bench.site import Site
+from verifiers.sandbox.bwrap import BwrapSandbox
+from verifiers.snippet import run_snippet
 
 WORKLOAD = "7 episodes"
 TEXT_PACK = "arithmetic-mc"  # imported by `make run`, like the next one
@@ -102,9 +105,7 @@ class Pacer:
         self.next_start = max(now, self.next_start) + self.interval
 
 
-def _pacer() -> Pacer:
-    from django.conf import settings  # noqa: PLC0415 - after django_setup
-
+def make_pacer() -> Pacer:
     return Pacer(settings.SECUREBENCH_EPISODE_STEPS_PER_SECOND * PACE_SHARE)
 
 
@@ -137,7 +138,7 @@ def text_latencies(site: Site, calls: int) -> tuple[Latencies, Latencies, list[f
     _, url = open_episode_run(site, TEXT_PACK)
     bench = BenchmarkClient(url)
     tasks = [bench.spawn(config) for config in bench.task_configs()]
-    pacer = _pacer()
+    pacer = make_pacer()
     resets, steps, probes = Latencies(), Latencies(), []
     for index in range(WARM_UP_CALLS + calls):
         task = tasks[index % len(tasks)]
@@ -169,7 +170,7 @@ def run_python_latencies(site: Site, calls: int) -> Latencies:
     tasks = [bench.spawn(config) for config in bench.task_configs()]
     for task in tasks:
         task.reset()
-    pacer = _pacer()
+    pacer = make_pacer()
     measured = Latencies()
     for index in range(WARM_UP_CALLS + calls):
         task = tasks[index % len(tasks)]
@@ -187,7 +188,7 @@ def run_python_latencies(site: Site, calls: int) -> Latencies:
 
 def run_python_backends() -> set[str]:
     """The sandbox backends that ran this benchmark's run_python steps (must be bwrap)."""
-    from episodes.models import Step  # noqa: PLC0415 - after django_setup
+    from episodes.models import Step  # noqa: PLC0415 - Django app loading: after django_setup()
 
     steps = Step.objects.filter(action="run_python")
     return set(steps.values_list("sandbox_backend", flat=True))
@@ -195,9 +196,6 @@ def run_python_backends() -> set[str]:
 
 def snippet_anchor_ms(calls: int) -> list[float]:
     """The same snippet in a bubblewrap sandbox, in this process: the sandbox's own cost."""
-    from verifiers.sandbox.bwrap import BwrapSandbox  # noqa: PLC0415 - after django_setup
-    from verifiers.snippet import run_snippet  # noqa: PLC0415
-
     sandbox = BwrapSandbox()
     measured = []
     for index in range(WARM_UP_CALLS + calls):
@@ -333,7 +331,7 @@ def oracle_episodes(
 
 
 def _wait_run_done(run_id: int) -> int:
-    from runs.models import Evaluation, EvaluationStatus  # noqa: PLC0415 - after django_setup
+    from runs.models import Evaluation, EvaluationStatus  # noqa: PLC0415 - Django app loading: after django_setup()
 
     deadline = time.perf_counter() + EVALUATION_TIMEOUT
     while time.perf_counter() < deadline:
@@ -345,7 +343,7 @@ def _wait_run_done(run_id: int) -> int:
 
 
 def _check_all_passed(evaluation_id: int) -> None:
-    from runs.models import TaskResult  # noqa: PLC0415 - after django_setup
+    from runs.models import TaskResult  # noqa: PLC0415 - Django app loading: after django_setup()
 
     results = TaskResult.objects.filter(evaluation_id=evaluation_id)
     wrong = list(results.exclude(status="passed").values("status", "failure_reason")[:3])
@@ -357,7 +355,7 @@ def bundle_seconds(site: Site, pack: str) -> float:
     """`submit_run --oracle --wait`: seconds from the run's submission until its evaluation
     is done, by the site's own timestamps (the command's start-up and its 0.5 s polling
     excluded)."""
-    from runs.models import Evaluation  # noqa: PLC0415 - after django_setup
+    from runs.models import Evaluation  # noqa: PLC0415 - Django app loading: after django_setup()
 
     printed = site.manage(
         "submit_run", "--pack", pack, "--oracle", "--wait", "--json", "--agent", "bench-bundle"
@@ -457,7 +455,7 @@ def oracle_figures(site: Site, *, smoke: bool) -> list[Figure]:
         bundles.append(bundle_seconds(site, pack))
         stock.append(oracle_episodes(site, pack, ORACLE_CLIENTS, BenchmarkClient))
         kept.append(oracle_episodes(site, pack, ORACLE_CLIENTS, KeptBenchmarkClient))
-    from packs.models import ContractVersion  # noqa: PLC0415 - after django_setup
+    from packs.models import ContractVersion  # noqa: PLC0415 - Django app loading: after django_setup()
 
     tasks = ContractVersion.objects.filter(pack__pack_id=pack).latest("version").task_count
     bundle = median(bundles)

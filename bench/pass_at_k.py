@@ -28,6 +28,7 @@ from bench.humaneval_samples import (
     write_humaneval_files,
 )
 from bench.site import Site
+from runs.bundle import parse_bundle_file
 
 WORKLOAD = "9 pass@k"
 SAMPLES_PER_TASK = 10
@@ -38,7 +39,7 @@ EVALUATOR = "securebench-pass-at-k@1"
 
 
 def _import_pack(site: Site, folder: Path, limit: int | None) -> Any:
-    from packs.management.commands.import_humaneval import (  # noqa: PLC0415 - Django first
+    from packs.management.commands.import_humaneval import (  # noqa: PLC0415 - Django app loading: after django_setup()
         write_humaneval_pack,
     )
 
@@ -46,15 +47,14 @@ def _import_pack(site: Site, folder: Path, limit: int | None) -> Any:
     pack_folder.mkdir()
     write_humaneval_pack(pack_folder, limit=limit)
     site.manage("import_pack", str(pack_folder))
-    from packs.models import ContractVersion  # noqa: PLC0415
+    from packs.models import ContractVersion  # noqa: PLC0415 - Django app loading: after django_setup()
 
     return ContractVersion.objects.filter(pack__pack_id="humaneval").latest("version")
 
 
 def _submit(version: Any, bundle: Path) -> int:
-    from runs.bundle import parse_bundle_file  # noqa: PLC0415
-    from runs.models import RunSource  # noqa: PLC0415
-    from runs.services import RunMetadata, run_submit_bundle  # noqa: PLC0415
+    from runs.models import RunSource  # noqa: PLC0415 - Django app loading: after django_setup()
+    from runs.services import RunMetadata, run_submit_bundle  # noqa: PLC0415 - Django app loading: after django_setup()
 
     parsed = parse_bundle_file(bundle, display_name=bundle.name)
     _, evaluation = run_submit_bundle(
@@ -69,7 +69,7 @@ def _submit(version: Any, bundle: Path) -> int:
 
 
 def _wait_done(evaluation_id: int) -> Any:
-    from runs.models import Evaluation, EvaluationStatus  # noqa: PLC0415
+    from runs.models import Evaluation, EvaluationStatus  # noqa: PLC0415 - Django app loading: after django_setup()
 
     started = time.perf_counter()
     while time.perf_counter() - started < EVALUATION_TIMEOUT:

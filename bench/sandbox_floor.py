@@ -12,7 +12,9 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-from bench.common import REPO_ROOT, Figure, docker_sandbox, main, median, p95, repeat
+from bench.common import Figure, docker_sandbox, main, median, p95, repeat
+from verifiers.sandbox import SandboxSpec, SandboxUnavailable
+from verifiers.sandbox.bwrap import BwrapSandbox
 
 WORKLOAD = "4 sandbox floor"
 COMMAND = ["python3", "-c", "pass"]
@@ -26,8 +28,6 @@ def _bare() -> None:
 
 
 def _sandboxed(sandbox: Any) -> Callable[[], None]:
-    from verifiers.sandbox import SandboxSpec  # noqa: PLC0415
-
     spec = SandboxSpec(command=COMMAND)
 
     def once() -> None:
@@ -55,13 +55,6 @@ def _figures(name: str, runs: list[float], bare: float) -> list[Figure]:
 
 
 def run(*, smoke: bool) -> list[Figure]:
-    import sys  # noqa: PLC0415
-
-    if str(REPO_ROOT) not in sys.path:
-        sys.path.insert(0, str(REPO_ROOT))
-    from verifiers.sandbox import SandboxUnavailable  # noqa: PLC0415
-    from verifiers.sandbox.bwrap import BwrapSandbox  # noqa: PLC0415
-
     runs = SMOKE_RUNS if smoke else FULL_RUNS
     _bare()  # warm the page cache before the anchor
     bare_runs = repeat(_bare, runs)

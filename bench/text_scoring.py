@@ -32,6 +32,8 @@ from bench.common import (
     repeat,
 )
 from bench.site import Site
+from verifiers.scoring import verify
+from verifiers.task import Candidate, TaskLanes
 
 WORKLOAD = "2 text scoring"
 FULL_ROWS = 14_042
@@ -115,9 +117,6 @@ def verifier_core(rows: int, times: int) -> tuple[list[float], int]:
     """Verdicts per second of ``verify`` over every task, ``times`` repetitions, and how many
     passed (a wrong letter can pass: generated choices sometimes repeat a text, and choices
     with the same text are one choice)."""
-    from verifiers.scoring import verify  # noqa: PLC0415
-    from verifiers.task import Candidate, TaskLanes  # noqa: PLC0415
-
     answers = dict(mc_answers(rows, pack_id=PACK_ID))
     pairs = [
         (

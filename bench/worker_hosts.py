@@ -36,7 +36,7 @@ def _second_host(site: Site, folder: Path) -> subprocess.Popen[bytes]:
 
 
 def _hosts(evaluation_id: int) -> Counter[str]:
-    from runs.models import TaskResult  # noqa: PLC0415 - after django_setup
+    from runs.models import TaskResult  # noqa: PLC0415 - Django app loading: after django_setup()
 
     workers = TaskResult.objects.filter(evaluation_id=evaluation_id).values_list(
         "worker", flat=True

@@ -32,13 +32,15 @@ from bench.common import Figure, at_most, django_setup, main, median, p95
 from bench.episodes import (
     WARM_UP_CALLS,
     Latencies,
-    _pacer,
+    make_pacer,
     open_episode_run,
     server_ms,
     text_of,
     timed_ms,
 )
 from bench.site import Site
+from verifiers import live
+from verifiers.sandbox import get_sandbox
 
 WORKLOAD = "8 live workspaces"
 TERMINAL_PACK = "terminal-files"  # examples/, imported by `make run`
@@ -70,7 +72,7 @@ def bash_latencies(site: Site, calls: int) -> Latencies:
     bench = BenchmarkClient(url)
     task = _first_task(bench, f"{TERMINAL_PACK}/")
     task.reset()
-    pacer = _pacer()
+    pacer = make_pacer()
     measured = Latencies()
     for index in range(WARM_UP_CALLS + calls):
         pacer.wait()
@@ -87,10 +89,8 @@ def bash_latencies(site: Site, calls: int) -> Latencies:
 
 def bash_anchor_ms(backend: str, calls: int) -> list[float]:
     """`run_bash(…, "true")` in this process, on the same backend and the same task."""
-    from packs.models import Task  # noqa: PLC0415 - after django_setup
-    from packs.selectors import evaluator_task_lanes  # noqa: PLC0415
-    from verifiers import live  # noqa: PLC0415
-    from verifiers.sandbox import get_sandbox  # noqa: PLC0415
+    from packs.models import Task  # noqa: PLC0415 - Django app loading: after django_setup()
+    from packs.selectors import evaluator_task_lanes  # noqa: PLC0415 - Django app loading: after django_setup()
 
     task = Task.objects.filter(contract_version__pack__pack_id=TERMINAL_PACK).first()
     if task is None:
@@ -150,7 +150,7 @@ def bash_figures(site: Site, backend: str, *, smoke: bool) -> list[Figure]:
 
 
 def bash_backends() -> set[str]:
-    from episodes.models import Step  # noqa: PLC0415 - after django_setup
+    from episodes.models import Step  # noqa: PLC0415 - Django app loading: after django_setup()
 
     return set(Step.objects.filter(action="bash").values_list("sandbox_backend", flat=True))
 
@@ -207,7 +207,7 @@ def repo_episode_figures(site: Site) -> list[Figure]:
     reset_ms, _ = timed_ms(task.reset)
     source = _check(task.step("read_file", {"path": STATS}), "read_file")
     server_total = 0.0
-    pacer = _pacer()
+    pacer = make_pacer()
     for name, arguments in _repo_script(task, _file_body(source)):
         pacer.wait()
         output = task.step(name, arguments)

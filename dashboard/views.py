@@ -1,17 +1,18 @@
 """The home page: what is being scored now, the latest results and the top of each board,
-the signed-in user's own runs, and empty states that say what to do first."""
+the signed-in user's own runs, and empty states that say what to do first; and the guides of
+docs/ as pages (dashboard.guides)."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from django.db.models import Sum
-from django.http import HttpRequest, HttpResponse
+from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 from django_htmx.http import HTMX_STOP_POLLING
 
-from dashboard import selectors
+from dashboard import guides, selectors
 from packs import access as pack_access
 
 
@@ -55,3 +56,20 @@ def _catalogue(user: Any) -> dict[str, Any]:
             :5
         ],
     }
+
+
+@require_GET
+@pack_access.browse_view
+def guide_index(request: HttpRequest) -> HttpResponse:
+    """The guides of docs/, one per reader."""
+    return render(request, "dashboard/guides.html", {"guides": guides.all_guides()})
+
+
+@require_GET
+@pack_access.browse_view
+def guide_page(request: HttpRequest, name: str) -> HttpResponse:
+    """One guide, rendered, with its sections listed beside it (404 for any other name)."""
+    found = guides.guide(name)
+    if found is None:
+        raise Http404(f"There is no guide {name!r}.")
+    return render(request, "dashboard/guide.html", {"guide": found, "guides": guides.all_guides()})

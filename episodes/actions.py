@@ -25,8 +25,9 @@ from django.conf import settings
 from django.db.models import Q
 from django.utils import timezone
 
-from episodes import wire
+from episodes import live_workspaces, wire
 from episodes.models import Step, StepState
+from episodes.progress import STALE_HEARTBEAT_SECONDS
 from episodes.tools import RUN_PYTHON
 from job_queue import send_job
 from runs.pipeline import worker_name, worker_sandbox
@@ -46,9 +47,9 @@ LIMIT_MESSAGES = {
     "processes": "it tried to start too many processes",
 }
 # Steps whose worker never wrote back: run_python's are long over after this; a workspace
-# action's worker beats (episodes.progress) while it runs, so a silent one is dead.
+# action's worker beats while it runs, so one silent past STALE_HEARTBEAT_SECONDS
+# (episodes.progress) is dead.
 ABANDONED_STEP_MINUTES = 10
-STALE_HEARTBEAT_SECONDS = 60
 
 DONE = "done"  # the action finished: its observation is the final one
 RUNNING = "running"  # still running on a worker: the observation shows its output so far
@@ -191,10 +192,8 @@ def step_action_run(step_id: int) -> bool:
             state=StepState.DONE, observation=storable(obs), sandbox_backend=backend[:32]
         )
         return True
-    from episodes import workspaces  # noqa: PLC0415 - workspaces imports lifecycle, which imports this
-
-    result = workspaces.run_step(step)
-    workspaces.after_step(step, result)
+    result = live_workspaces.run_step(step)
+    live_workspaces.after_step(step, result)
     finished = timezone.now()
     Step.objects.filter(pk=step_id, state=StepState.RUNNING).update(
         state=StepState.DONE,

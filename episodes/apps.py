@@ -9,6 +9,6 @@ class EpisodesConfig(AppConfig):
 
     def ready(self) -> None:
         # The run API opens an episode run through runs.modes; runs never imports us.
-        from episodes.services import register_run_mode  # noqa: PLC0415
+        from episodes.services import register_run_mode  # noqa: PLC0415 - needs the app registry
 
         register_run_mode()

@@ -1,5 +1,5 @@
 """Background jobs of the episodes layer (Celery tasks sent by name, so nothing imports this
-module): thin, taking ids; the work is in episodes.actions, episodes.workspaces and
+module): thin, taking ids; the work is in episodes.actions, episodes.live_collection and
 episodes.services."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.conf import settings
 
-from episodes import actions, services, workspaces
+from episodes import actions, live_collection, services
 
 # An action may be a workspace command of the longest allowed length, plus the sandbox's
 # start, the workspace's tar in and out, and waiting for a reset's predecessor to stop.
@@ -39,14 +39,14 @@ def run_step_action(step_id: int) -> bool:
 def collect_workspace(episode_id: int) -> bool:
     # Idempotent (an episode's candidate is recorded once); a lost message is sent again by
     # the reaper.
-    return workspaces.workspace_collect(int(episode_id))
+    return live_collection.workspace_collect(int(episode_id))
 
 
 @shared_task(name="episodes.reap_episodes", ignore_result=True, time_limit=REAP_LIMIT)
 def reap_episodes() -> dict[str, int]:
     report = services.episodes_reap()
     actions.expired_steps_sweep()
-    spaces = workspaces.workspaces_reap()
+    spaces = live_collection.workspaces_reap()
     return {
         "abandoned": report.abandoned,
         "synced": report.synced,

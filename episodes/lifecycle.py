@@ -10,7 +10,7 @@ from __future__ import annotations
 import logging
 import time
 from dataclasses import dataclass
-from datetime import timedelta
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from episodes import actions, wire
 from episodes.budgets import EpisodeBudgets, budget_crossed, episode_budgets
+from episodes.live_workspaces import new_folder_name, workspace_end
 from episodes.models import Episode, EpisodeStatus, Step, StepState
 from episodes.objectives import first_observation, workspace_waiting_observation
 from episodes.tools import (
@@ -30,7 +31,6 @@ from episodes.tools import (
     family_tools,
     is_workspace_family,
 )
-from job_queue import send_job
 from runs.models import ResultStatus, TaskResult
 from runs.services import run_record_live_candidate
 from verifiers.task import Candidate as VerifierCandidate
@@ -62,31 +62,39 @@ def episode_reset(episode: Episode) -> dict[str, Any]:
     budgets = episode_budgets(episode)
     with transaction.atomic():
         locked = _locked_open(episode)
-        now = timezone.now()
-        locked.step_count += 1
-        locked.reset_count += 1
-        locked.first_reset_at = locked.first_reset_at or now
-        locked.last_activity_at = now
-        locked.save(
-            update_fields=["step_count", "reset_count", "first_reset_at", "last_activity_at"]
-        )
-        Step.objects.create(
-            episode=locked,
-            run_id=locked.episode_run.run_id,
-            index=locked.step_count,
+        now = _count_reset(locked)
+        _next_step(
+            locked,
             method="cube/reset",
             state=StepState.DONE,
             observation=obs,
             finished_at=now,
             duration_ms=0.0,
         )
-    info = {
+    return {"obs": obs, "info": _reset_info(episode, budgets)}
+
+
+def _count_reset(locked: Episode, *also_saved: str) -> datetime:
+    """Count a reset on the locked episode (a step, and the start of its wall-time clock if it
+    is the first) and save it with ``also_saved``, fields the caller set; returns now."""
+    now = timezone.now()
+    locked.step_count += 1
+    locked.reset_count += 1
+    locked.first_reset_at = locked.first_reset_at or now
+    locked.last_activity_at = now
+    fields = ["step_count", "reset_count", "first_reset_at", "last_activity_at", *also_saved]
+    locked.save(update_fields=fields)
+    return now
+
+
+def _reset_info(episode: Episode, budgets: EpisodeBudgets) -> dict[str, Any]:
+    task = episode.task
+    return {
         "task_id": task.task_id,
         "attempt": episode.attempt,
         "tools": [tool.name for tool in family_tools(task.family)],
         "budgets": budgets.as_info(),
     }
-    return {"obs": obs, "info": info}
 
 
 def _refuse_reset_past_budget(episode: Episode) -> None:
@@ -103,10 +111,8 @@ def _refuse_reset_past_budget(episode: Episode) -> None:
         locked.step_count += 1
         locked.last_activity_at = timezone.now()
         locked.save(update_fields=["step_count", "last_activity_at"])
-        step = Step.objects.create(
-            episode=locked,
-            run_id=locked.episode_run.run_id,
-            index=locked.step_count,
+        step = _next_step(
+            locked,
             method="cube/reset",
             state=StepState.RUNNING,
             truncated=True,  # not run: the attempt it would have restarted is the one scored
@@ -128,6 +134,17 @@ def _locked_open(episode: Episode) -> Episode:
             "if the contract allows more attempts",
         )
     return locked
+
+
+def _next_step(locked: Episode, *, method: str, **fields: Any) -> Step:
+    """The locked episode's step row for the step just counted (its index is the count)."""
+    return Step.objects.create(
+        episode=locked,
+        run_id=locked.episode_run.run_id,
+        index=locked.step_count,
+        method=method,
+        **fields,
+    )
 
 
 # --- steps ---------------------------------------------------------------------------------
@@ -193,10 +210,8 @@ def _step_begin(
         locked.last_activity_at = now
         locked.save(update_fields=["step_count", "last_activity_at"])
         crossed = budget_crossed(budgets, steps=locked.step_count, since=locked.first_reset_at)
-        step = Step.objects.create(
-            episode=locked,
-            run_id=locked.episode_run.run_id,
-            index=locked.step_count,
+        step = _next_step(
+            locked,
             method=method,
             action=name,
             action_id=action_id,
@@ -337,7 +352,7 @@ def _answer_with_verdict(
 def episode_finish(episode: Episode, *, ending: str, note: str) -> bool:
     """Freeze the episode's answer and queue its verdict; False if it had already ended."""
     if is_workspace_family(episode.task.family):
-        return _workspace_end(episode, ending=ending, note=note)
+        return workspace_end(episode.pk, ending=ending, note=note)
     with transaction.atomic():
         locked = Episode.objects.select_for_update().select_related("episode_run__run", "task")
         locked = locked.get(pk=episode.pk)
@@ -421,7 +436,7 @@ def episode_await_verdict(episode: Episode, *, wait: float | None = None) -> Epi
     deadline = time.monotonic() + limit
     while True:
         if episode.status == EpisodeStatus.SCORING and episode.result_id is None:
-            # A live workspace's candidate is recorded by a worker (episodes.workspaces).
+            # A live workspace's candidate is recorded by a worker (episodes.live_collection).
             episode = Episode.objects.get(pk=episode.pk)
         episode = episode_sync_verdict(episode)
         if episode.status != EpisodeStatus.SCORING or time.monotonic() >= deadline:
@@ -492,43 +507,22 @@ def steps_throttled(run_id: int) -> bool:
 
 
 # --- live workspaces (terminal_task, repo_patch): the web's side ---------------------------
-# Every action runs on a worker (episodes.actions, episodes.workspaces); the web orders the
+# Every action runs on a worker (episodes.actions, episodes.live_workspaces); the web orders the
 # steps: a step first waits for an earlier action still running, and answers with its rest.
 
 
 def _workspace_reset(episode: Episode) -> dict[str, Any]:
     """Lay the workspace out again from the seed (on a worker): the first observation holds
     the objective, the file listing and the contract's surfaces."""
-    from episodes.workspaces import new_folder_name  # noqa: PLC0415 - it imports this module
-
     task = episode.task
     deadline = actions.answer_deadline()
     with transaction.atomic():
         locked = _locked_open(episode)
-        now = timezone.now()
-        locked.step_count += 1
-        locked.reset_count += 1
-        locked.first_reset_at = locked.first_reset_at or now
-        locked.last_activity_at = now
         locked.workspace_folder = locked.workspace_folder or new_folder_name(locked.pk)
-        locked.save(
-            update_fields=[
-                "step_count",
-                "reset_count",
-                "first_reset_at",
-                "last_activity_at",
-                "workspace_folder",
-            ]
-        )
+        _count_reset(locked, "workspace_folder")
         # What an earlier action still had to say went with the workspace it ran in.
         Step.objects.filter(episode=locked, answered=False).update(answered=True)
-        step = Step.objects.create(
-            episode=locked,
-            run_id=locked.episode_run.run_id,
-            index=locked.step_count,
-            method="cube/reset",
-            state=StepState.RUNNING,
-        )
+        step = _next_step(locked, method="cube/reset", state=StepState.RUNNING)
     answer = actions.run_sandboxed(step, may_continue=True, deadline=deadline)
     contract = locked.episode_run.run.contract_version.contract or {}
     if answer.state == actions.DONE and not answer.obs.get("error"):
@@ -544,13 +538,7 @@ def _workspace_reset(episode: Episode) -> dict[str, Any]:
     else:
         obs = workspace_waiting_observation(task, contract, err=answer.obs.get("error"))
         Step.objects.filter(pk=step.pk).update(observation=obs, finished_at=timezone.now())
-    info = {
-        "task_id": task.task_id,
-        "attempt": episode.attempt,
-        "tools": [tool.name for tool in family_tools(task.family)],
-        "budgets": episode_budgets(episode).as_info(),
-        "running": answer.running,
-    }
+    info = {**_reset_info(episode, episode_budgets(episode)), "running": answer.running}
     return {"obs": obs, "info": info}
 
 
@@ -658,29 +646,3 @@ def _still_running(step: Step, tool: Tool, pending: Step, before: list[dict]) ->
 
 def _text(step: Step, message: str) -> dict[str, Any]:
     return wire.text_content(message, tool_call_id=step.action_id or None)
-
-
-def _workspace_end(episode: Episode, *, ending: str, note: str) -> bool:
-    """End a workspace episode: no more steps, its running action is stopped (its worker
-    sees the ending), and a worker collects the candidate from the workspace, records it
-    and destroys the workspace. False if it had already ended."""
-    with transaction.atomic():
-        locked = Episode.objects.select_for_update().get(pk=episode.pk)
-        if locked.status != EpisodeStatus.OPEN:
-            return False
-        now = timezone.now()
-        locked.ending = ending
-        locked.end_note = note[:300]
-        locked.ended_at = now
-        start = locked.first_reset_at
-        locked.wall_seconds = (now - start).total_seconds() if start else 0.0
-        locked.status = EpisodeStatus.SCORING
-        locked.save(update_fields=["ending", "end_note", "ended_at", "wall_seconds", "status"])
-        transaction.on_commit(lambda: send_collect(locked.pk), robust=True)
-    return True
-
-
-def send_collect(episode_id: int) -> bool:
-    """Queue the collection of an ended episode's workspace (the reaper sends it again if
-    this message is lost)."""
-    return send_job("episodes.collect_workspace", episode_id)

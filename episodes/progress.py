@@ -1,5 +1,5 @@
 """A workspace action while it runs on a worker: its output streamed into the step row (not
-scrubbed: see episodes.workspaces on why an agent's own output never is), a
+scrubbed: see episodes.live_workspaces on why an agent's own output never is), a
 heartbeat that says the worker is alive, and a stop when the episode no longer wants it.
 
 A command may run for many minutes while the agent's answer window is a few seconds, so the
@@ -26,6 +26,8 @@ from verifiers.verdict import storable_text
 logger = logging.getLogger(__name__)
 FLUSH_SECONDS = 0.5
 HEARTBEAT_SECONDS = 5.0
+# A running step whose worker has not beaten for this long is dead (its worker is gone).
+STALE_HEARTBEAT_SECONDS = 60
 TAIL_CHARS = 64 * 1024
 
 

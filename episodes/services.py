@@ -15,9 +15,9 @@ from django.db import transaction
 from django.utils import timezone
 
 from episodes import lifecycle
-from episodes.actions import STALE_HEARTBEAT_SECONDS
 from episodes.capabilities import new_secret, secret_digest
 from episodes.models import Episode, EpisodeRun, EpisodeStatus, Step, StepState
+from episodes.progress import STALE_HEARTBEAT_SECONDS
 from episodes.tools import served_live
 from episodes.wire import BUSY, INVALID_PARAMS, NOT_PERMITTED, NOT_VALID, WRONG_STATE, RpcError
 from packs.models import ContractVersion, Task

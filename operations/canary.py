@@ -2,7 +2,7 @@
 and a sandboxed code task) scored on a schedule with its reference answers and with empty
 ones. Every task of the first must pass and every task of the second fail; anything else
 (a broken sandbox backend, a worker that lost its image, a verifier gone lax) turns it red on
-the health page and in /metrics, before any user's run shows it.
+the operations page and in /metrics, before any user's run shows it.
 
 The canary keeps two runs (oracle and null), each scored again at every check: the run
 lists hold two reference runs, not one pair per check.
@@ -112,7 +112,7 @@ def _finish(check: CanaryCheck, verdict: str, problem: str) -> CanaryCheck:
 
 @dataclass(frozen=True)
 class CanaryStatus:
-    """What the health page and /metrics say of the canary: ``ok``, ``wrong``, ``running``,
+    """What the operations page and /metrics say of the canary: ``ok``, ``wrong``, ``running``,
     ``late`` (a check unfinished past the limit, or none started for two intervals: the
     schedule is not running) or ``off``/``none``."""
 

@@ -1,4 +1,4 @@
-"""The health page's link in the site's frame, for the people who may open it."""
+"""The operations page's link in the site's frame, for the people who may open it."""
 
 from __future__ import annotations
 

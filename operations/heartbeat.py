@@ -2,7 +2,7 @@
 
 A Celery bootstep (added to the worker by securebench_site.celery) starts the beat once the
 worker's timer runs and marks the row stopped at a warm shutdown. A worker killed outright
-stops beating: the health page then shows it as last seen so long ago.
+stops beating: the operations page then shows it as last seen so long ago.
 
 The sandbox backend and the Docker images are probed once at start and then every
 ``PROBE_EVERY`` beats: a probe costs a round trip to the engine, a beat a single UPDATE.
@@ -22,6 +22,8 @@ from django.conf import settings
 from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
+from verifiers.sandbox import SandboxUnavailable, get_sandbox
+
 logger = logging.getLogger(__name__)
 
 PROBE_EVERY = 8
@@ -40,8 +42,6 @@ class WorkerFacts:
 
 def sandbox_facts() -> tuple[str, list[str]]:
     """The backend this host's verifications would use, and the images it holds (Docker)."""
-    from verifiers.sandbox import SandboxUnavailable, get_sandbox  # noqa: PLC0415
-
     try:
         sandbox = get_sandbox()
     except SandboxUnavailable as exc:
@@ -59,7 +59,7 @@ def sandbox_facts() -> tuple[str, list[str]]:
 
 def beat_record(facts: WorkerFacts, *, started: bool = False) -> None:
     """Write the worker's row (created at its first beat, refreshed at each one after)."""
-    from operations.models import WorkerBeat  # noqa: PLC0415 - the step loads before Django
+    from operations.models import WorkerBeat  # noqa: PLC0415 - loads with Celery, before Django
 
     now = timezone.now()
     values: dict[str, Any] = {
@@ -82,7 +82,7 @@ def beat_record(facts: WorkerFacts, *, started: bool = False) -> None:
 
 
 def beat_stopped(node: str) -> None:
-    from operations.models import WorkerBeat  # noqa: PLC0415
+    from operations.models import WorkerBeat  # noqa: PLC0415 - loads with Celery, before Django
 
     WorkerBeat.objects.filter(node=node).update(stopped_at=timezone.now())
 
@@ -92,7 +92,7 @@ _probe_requested = threading.Event()
 
 def probe_at_next_beat() -> None:
     """Probe the sandbox and images at the next beat, not only every PROBE_EVERY beats (an
-    image was just pulled: the health page should show it)."""
+    image was just pulled: the operations page should show it)."""
     _probe_requested.set()
 
 

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from celery import current_app
+
 from operations.models import WorkerBeat
 from operations.worker_control import PULL_COMMAND
 from packs.models import Task, VersionState
@@ -43,6 +45,5 @@ def image_rows(alive: list[WorkerBeat], needed: list[str] | None = None) -> list
 
 def request_pull(image: str) -> None:
     """Ask every worker to pull ``image`` now (workers without Docker ignore it)."""
-    from securebench_site.celery import app  # noqa: PLC0415 - the app imports Django first
-
-    app.control.broadcast(PULL_COMMAND, arguments={"image": image})
+    # The project's Celery app, current once Django is set up (operations sits below it).
+    current_app.control.broadcast(PULL_COMMAND, arguments={"image": image})

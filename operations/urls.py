@@ -5,8 +5,9 @@ from operations import views
 app_name = "operations"
 
 urlpatterns = [
-    path("health/", views.health_page, name="health"),
-    path("health/images/pull/", views.pull_image, name="pull-image"),
+    path("operations/", views.overview_page, name="overview"),
+    path("operations/images/pull/", views.pull_image, name="pull-image"),
+    path("health/", views.health_moved, name="health-moved"),
     path("health/live", views.live, name="live"),
     path("health/ready", views.ready, name="ready"),
     path("metrics", views.metrics_page, name="metrics"),

@@ -1,6 +1,6 @@
-"""The operations page (/health/, admins and reviewers), the load balancer's probes
-(/health/live, /health/ready: no sign-in, no data) and /metrics (a token or an allowed
-network)."""
+"""The operations page (/operations/, admins and reviewers; /health/, its old address,
+redirects there), the load balancer's probes (/health/live, /health/ready: no sign-in, no
+data) and /metrics (a token or an allowed network)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,22 @@ import ipaddress
 import logging
 from typing import Any
 
+from celery import current_app
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_not_required
 from django.core.exceptions import PermissionDenied
 from django.db import DatabaseError, connection
-from django.http import Http404, HttpRequest, HttpResponse, HttpResponseBadRequest, JsonResponse
+from django.http import (
+    Http404,
+    HttpRequest,
+    HttpResponse,
+    HttpResponseBadRequest,
+    HttpResponsePermanentRedirect,
+    JsonResponse,
+)
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_POST
@@ -32,11 +41,19 @@ PROMETHEUS_CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 @require_GET
 @never_cache
 @vary_on_headers("HX-Request")
-def health_page(request: HttpRequest) -> HttpResponse:
+def overview_page(request: HttpRequest) -> HttpResponse:
     if not access.can_view_operations(request.user):
-        raise PermissionDenied("The health page is for reviewers and admins.")
-    template = "operations/health.html#overview" if request.htmx else "operations/health.html"
+        raise PermissionDenied("The operations page is for reviewers and admins.")
+    template = "operations/overview.html#overview" if request.htmx else "operations/overview.html"
     return render(request, template, overview(request.user))
+
+
+@login_not_required
+@require_GET
+def health_moved(request: HttpRequest) -> HttpResponsePermanentRedirect:
+    """/health/, the operations page's old address: old bookmarks still reach it (the page
+    itself asks for a sign-in and the role)."""
+    return HttpResponsePermanentRedirect(reverse("operations:overview"))
 
 
 @require_POST
@@ -53,7 +70,7 @@ def pull_image(request: HttpRequest) -> HttpResponse:
         request,
         f"Every Docker worker host is pulling {image}; this page shows it once they have it.",
     )
-    return redirect("operations:health")
+    return redirect("operations:overview")
 
 
 def overview(user: Any = None) -> dict[str, Any]:
@@ -116,10 +133,9 @@ def _database_answers() -> bool:
 
 
 def _broker_answers() -> bool:
-    from securebench_site.celery import app  # noqa: PLC0415 - the project's own Celery app
-
+    # The project's Celery app, current once Django is set up (operations sits below it).
     try:
-        with app.connection_for_write() as conn:
+        with current_app.connection_for_write() as conn:
             conn.ensure_connection(max_retries=1, timeout=2)
         return True
     except (KombuError, OSError, ConnectionError) as exc:

@@ -1,6 +1,6 @@
 """Remote-control commands a worker answers (registered when the Celery app loads).
 
-"pull now" from the health page reaches every worker as a broadcast; each pulls on its own
+"pull now" from the operations page reaches every worker as a broadcast; each pulls on its own
 engine in a thread of its own (the control channel must not wait minutes for a registry),
 then probes its images again at its next heartbeat, so the page shows the result.
 """
@@ -14,6 +14,8 @@ from typing import Any
 from celery.worker.control import control_command
 
 from operations import heartbeat
+from verifiers.sandbox import SandboxUnavailable, get_sandbox
+from verifiers.sandbox.docker_engine import pull_image, pull_policy
 
 logger = logging.getLogger(__name__)
 
@@ -27,9 +29,6 @@ def pull_image_now(state: Any, image: str) -> dict[str, str]:
 
 
 def _pull(image: str) -> None:
-    from verifiers.sandbox import SandboxUnavailable, get_sandbox  # noqa: PLC0415
-    from verifiers.sandbox.docker_engine import pull_image, pull_policy  # noqa: PLC0415
-
     try:
         sandbox = get_sandbox()
         if sandbox.name != "docker":

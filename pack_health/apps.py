@@ -1,5 +1,7 @@
 from django.apps import AppConfig
 
+from runs import hooks as run_hooks
+
 
 class PackHealthConfig(AppConfig):
     name = "pack_health"
@@ -8,9 +10,8 @@ class PackHealthConfig(AppConfig):
 
     def ready(self) -> None:
         # Lower layers call back through their hooks; they never import this app.
-        from pack_health import panels, services  # noqa: PLC0415
-        from packs import hooks as pack_hooks  # noqa: PLC0415
-        from runs import hooks as run_hooks  # noqa: PLC0415
+        from pack_health import panels, services  # noqa: PLC0415 - needs the app registry ready
+        from packs import hooks as pack_hooks  # noqa: PLC0415 - needs the app registry ready
 
         pack_hooks.on_version_created(services.on_version_created)
         pack_hooks.register_version_panel(panels.version_panel)

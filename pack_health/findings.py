@@ -1,5 +1,5 @@
 """What a finished report's health runs found: each task's results in the oracle, repeat,
-null and attack runs judged by the shared rules (verifiers.health), plus the oracle's timing.
+null and attack runs judged by the shared rules (verifiers.pack_findings), plus the oracle's timing.
 
 Runs in a worker. Verifier output is read only for the results that make a finding (an
 oracle that did not pass, a null or attack that did, a verdict that flipped) and goes into
@@ -16,8 +16,8 @@ from pack_health.models import HealthCheck, HealthReport, HealthRun
 from packs.models import Task
 from packs.selectors import evaluator_lanes_for_tasks
 from runs.models import ResultStatus, TaskResult
-from verifiers import adversarial, health
-from verifiers.health import Finding, Outcome
+from verifiers import adversarial, pack_findings
+from verifiers.pack_findings import Finding, Outcome
 
 ID_CHUNK = 1000
 # Verifier output kept as a finding's sealed evidence; the full log stays on the result.
@@ -138,20 +138,21 @@ def collect(report: HealthReport) -> Collected:
     )
     for task_pk, row in sorted(first.items(), key=lambda item: item[1].position):
         collected.add(
-            health.oracle_findings(row.task_id, _outcome(row, outputs)),
+            pack_findings.oracle_findings(row.task_id, _outcome(row, outputs)),
             _reference(oracle.run_id, row),
         )
         if repeat is not None:
             again = second.get(task_pk)
             collected.add(
-                health.repeat_findings(
+                pack_findings.repeat_findings(
                     row.task_id, _outcome(row, outputs), _outcome(again, outputs)
                 ),
                 {**_reference(repeat.run_id, again), "first_result_id": row.pk},
             )
     for row in sorted(empty.values(), key=lambda r: r.position):
         collected.add(
-            health.null_findings(row.task_id, _outcome(row, outputs)), _reference(null.run_id, row)
+            pack_findings.null_findings(row.task_id, _outcome(row, outputs)),
+            _reference(null.run_id, row),
         )
     collected.checked = {
         HealthCheck.ORACLE: sum(r.has_candidate for r in first.values()),
@@ -164,7 +165,7 @@ def collect(report: HealthReport) -> Collected:
     }
     for attack_run in runs.get(HealthCheck.ADVERSARIAL, []):
         collected.checked[HealthCheck.ADVERSARIAL] += _attack_findings(attack_run, collected)
-    collected.timing = health.timing_summary(
+    collected.timing = pack_findings.timing_summary(
         {
             r.task_id: float(r.seconds)
             for r in first.values()
@@ -191,7 +192,7 @@ def _attack_findings(attack_run: HealthRun, collected: Collected) -> int:
         name = attack.name if attack else f"attack {attack_run.slot + 1}"
         about = attack.description if attack else ""
         collected.add(
-            health.adversarial_findings(row.task_id, name, _outcome(row, outputs), about),
+            pack_findings.adversarial_findings(row.task_id, name, _outcome(row, outputs), about),
             _reference(attack_run.run_id, row),
         )
     return sum(r.has_candidate for r in rows.values())

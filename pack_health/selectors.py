@@ -23,7 +23,7 @@ from pack_health.models import (
 from packs import access as pack_access
 from packs.models import ContractVersion, Pack
 from runs.models import FINAL_STATUSES, Evaluation, TaskResult
-from verifiers.health import CHECKS
+from verifiers.pack_findings import CHECKS
 
 OPEN_REPORT_STATUSES = (ReportStatus.QUEUED, ReportStatus.RUNNING)
 # The report's runs in the order the checks are explained.

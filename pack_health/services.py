@@ -53,10 +53,10 @@ from runs.models import (
     RunSource,
 )
 from runs.services import CandidateBuild, RunMetadata, built_lines, run_submit_lines
-from verifiers import adversarial, health
-from verifiers.health import Finding
+from verifiers import adversarial, pack_findings
 from verifiers.leak_audit import AuditFile, leak_findings
 from verifiers.oracle import null_candidate, oracle_candidate
+from verifiers.pack_findings import Finding
 from verifiers.task import Candidate, TaskLanes
 
 logger = logging.getLogger(__name__)
@@ -354,8 +354,8 @@ def _record(report_id: int, collected: Collected) -> bool:
             **collected.checked,
             HealthCheck.LEAK: report.contract_version.task_count,
         }
-        report.counts = health.check_counts(every, checked)
-        report.verdict = health.report_verdict(every)
+        report.counts = pack_findings.check_counts(every, checked)
+        report.verdict = pack_findings.report_verdict(every)
         report.timing = collected.timing
         report.status = ReportStatus.DONE
         report.finished_at = timezone.now()

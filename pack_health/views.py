@@ -28,7 +28,7 @@ from packs import selectors as pack_selectors
 from packs.models import ContractVersion, VersionState
 from runs import privileged, rendering
 from runs.models import AuditAction
-from verifiers.health import CHECKS
+from verifiers.pack_findings import CHECKS
 
 FINDINGS_PER_PAGE = 50
 

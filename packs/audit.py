@@ -4,7 +4,7 @@ The same checks the site runs before a version is published, on a pack folder or
 and without a database: the leak audit (static), then per task its reference solution
 scored twice (oracle, repeat), its empty candidate (null) and the built-in attack candidates
 (adversarial), all through ``verifiers.scoring.verify`` on a thread pool. The findings are
-judged by the shared rules of ``verifiers.health``, so a pack that is healthy here is healthy
+judged by the shared rules of ``verifiers.pack_findings``, so a pack that is healthy here is healthy
 on the site. Nothing here touches Django: the command passes the site's limits in.
 """
 
@@ -23,11 +23,11 @@ from typing import Any
 
 from packs.compiler import CompiledPack, CompileLimits, compile_pack, compiled_task_lanes
 from packs.compiler.archive import ArchiveLimits, extract_archive, find_pack_root
-from verifiers import health
+from verifiers import pack_findings
 from verifiers.adversarial import Attack, attack_candidates
-from verifiers.health import Finding, Outcome
 from verifiers.leak_audit import AuditFile, leak_findings
 from verifiers.oracle import null_candidate, oracle_candidate
+from verifiers.pack_findings import Finding, Outcome
 from verifiers.sandbox import (
     Sandbox,
     SandboxProcess,
@@ -41,7 +41,7 @@ from verifiers.task import Candidate, TaskLanes
 # Families whose verifiers run candidates in a sandbox (the others are pure functions).
 SANDBOXED_FAMILIES = frozenset({"code_completion", "repo_patch", "terminal_task"})
 # Verdicts of the health report, and the exit status the command gives each (CI reads it).
-EXIT_STATUS = {health.HEALTHY: 0, health.WARNINGS: 1, health.FAILING: 2}
+EXIT_STATUS = {pack_findings.HEALTHY: 0, pack_findings.WARNINGS: 1, pack_findings.FAILING: 2}
 EXIT_INVALID = 3
 PROGRESS_SECONDS = 2.0  # between progress lines
 
@@ -63,12 +63,12 @@ class TaskChecks:
 
     def findings(self) -> list[Finding]:
         found = [
-            *health.oracle_findings(self.task_id, self.oracle),
-            *health.repeat_findings(self.task_id, self.oracle, self.repeat),
-            *health.null_findings(self.task_id, self.null),
+            *pack_findings.oracle_findings(self.task_id, self.oracle),
+            *pack_findings.repeat_findings(self.task_id, self.oracle, self.repeat),
+            *pack_findings.null_findings(self.task_id, self.null),
         ]
         for attack, outcome in self.attacks:
-            found += health.adversarial_findings(
+            found += pack_findings.adversarial_findings(
                 self.task_id, attack.name, outcome, attack.description
             )
         return found
@@ -198,10 +198,10 @@ def audit_pack(
         pack_id=manifest.id,
         version=manifest.version,
         task_count=len(pack.tasks),
-        verdict=health.report_verdict(findings),
-        counts=health.check_counts(findings, checked_counts(pack, results)),
+        verdict=pack_findings.report_verdict(findings),
+        counts=pack_findings.check_counts(findings, checked_counts(pack, results)),
         findings=findings,
-        timing=health.timing_summary(
+        timing=pack_findings.timing_summary(
             {r.task_id: r.oracle.seconds for r in results if r.oracle is not None}
         ),
         seconds=time.monotonic() - started,
@@ -256,11 +256,11 @@ def check_task(task: TaskLanes, settings: VerifierSettings) -> TaskChecks:
 def checked_counts(pack: CompiledPack, results: list[TaskChecks]) -> dict[str, int]:
     """How many verifications (tasks, for the leak audit) each check looked at."""
     return {
-        health.ORACLE: sum(r.oracle is not None for r in results),
-        health.REPEAT: sum(r.repeat is not None for r in results),
-        health.NULL: sum(r.null is not None for r in results),
-        health.ADVERSARIAL: sum(len(r.attacks) for r in results),
-        health.LEAK: len(pack.tasks),
+        pack_findings.ORACLE: sum(r.oracle is not None for r in results),
+        pack_findings.REPEAT: sum(r.repeat is not None for r in results),
+        pack_findings.NULL: sum(r.null is not None for r in results),
+        pack_findings.ADVERSARIAL: sum(len(r.attacks) for r in results),
+        pack_findings.LEAK: len(pack.tasks),
     }
 
 

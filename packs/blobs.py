@@ -6,7 +6,7 @@ its own, keyed by sha256. The digest is checked on every use, not only on arriva
 that changed on disk (a bad sector, a stray write) is fetched again, never handed to a
 verifier. Past the size cap the least recently used blobs go, except those used a moment ago
 (a verification may be about to copy them). Sandboxes never see the cache itself: verifiers
-copy what they need into their scratch space (``verifiers.workspace``).
+copy what they need into their scratch space (``verifiers.scratch_files``).
 """
 
 from __future__ import annotations

@@ -56,6 +56,7 @@ from packs.models import (
     VersionState,
     blob_name,
 )
+from packs.uploads import save_upload, upload_display_name
 from verifiers.lanes import PUBLIC
 
 BULK_BATCH = 500
@@ -632,29 +633,16 @@ def pack_import_upload(
     """Import what the upload form or the API received (already size-checked)."""
     with rejecting_bad_input(), upload_workspace() as work:
         if archive is not None:
-            path = _save_upload(archive, work / "upload.bin")
+            path = save_upload(archive, work / "upload.bin")
             return pack_import_archive(
-                archive=path, display_name=_display_name(archive), uploaded_by=uploaded_by
+                archive=path, display_name=upload_display_name(archive), uploaded_by=uploaded_by
             )
         if manifest is None or tasks is None:
             raise ValueError("an archive, or both manifest and tasks, are required")
         return pack_import_parts(
-            manifest=_save_upload(manifest, work / "manifest.yaml"),
-            tasks=_save_upload(tasks, work / "tasks.jsonl"),
-            files_archive=_save_upload(files, work / "files.bin") if files else None,
-            source_name=_display_name(manifest),
+            manifest=save_upload(manifest, work / "manifest.yaml"),
+            tasks=save_upload(tasks, work / "tasks.jsonl"),
+            files_archive=save_upload(files, work / "files.bin") if files else None,
+            source_name=upload_display_name(manifest),
             uploaded_by=uploaded_by,
         )
-
-
-def _save_upload(upload: UploadedFile, destination: Path) -> Path:
-    with destination.open("wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
-    return destination
-
-
-def _display_name(upload: UploadedFile) -> str:
-    # The client's file name is data: keep only its last component, printable, bounded.
-    name = Path((upload.name or "upload").replace("\\", "/")).name
-    return "".join(ch for ch in name if ch.isprintable())[:120] or "upload"

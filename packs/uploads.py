@@ -1,4 +1,5 @@
-"""Cap the size of uploads (packs, candidate bundles) while the request body streams in.
+"""Uploads (packs, candidate bundles): their size capped while the request body streams in,
+then saved to a scratch file and named by their client's file name, made safe to show.
 
 Django writes large uploads to temp files but does not cap their size itself; without a cap a
 client could fill the disk with one request.
@@ -6,7 +7,10 @@ client could fill the disk with one request.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpRequest
 
@@ -53,3 +57,18 @@ def cap_uploads(request: HttpRequest, limit: int | None = None) -> None:
 
 def upload_was_too_large(request: HttpRequest) -> bool:
     return bool(getattr(request, "upload_too_large", False))
+
+
+def save_upload(upload: UploadedFile, destination: Path) -> Path:
+    """Write the upload to ``destination`` chunk by chunk (never whole in memory)."""
+    with destination.open("wb") as out:
+        for chunk in upload.chunks():
+            out.write(chunk)
+    return destination
+
+
+def upload_display_name(upload: UploadedFile, default: str = "upload") -> str:
+    """The client's file name, to show in messages; ``default`` when it has none."""
+    # The client's file name is data: keep only its last component, printable, bounded.
+    name = Path((upload.name or default).replace("\\", "/")).name
+    return "".join(ch for ch in name if ch.isprintable())[:120] or default

@@ -6,7 +6,6 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Page, Paginator
 from django.http import FileResponse, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -20,6 +19,7 @@ from packs.diff import previous_version
 from packs.files import public_file_response
 from packs.forms import PackFilterForm, PackUploadForm, too_large_message
 from packs.models import ContractVersion, PublishPolicy, Task, VersionState
+from packs.pagination import paginate
 from packs.publishing import PolicyRefused, pack_set_publish_policy, policy_text
 from packs.services import UploadRejected, pack_import_upload
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
@@ -29,10 +29,6 @@ from verifiers.lanes import LANES
 PACKS_PER_PAGE = 25
 VERSIONS_PER_PAGE = 50
 MATRIX_TASKS_PER_PAGE = 50
-
-
-def paginate(request: HttpRequest, items, per_page: int) -> Page:
-    return Paginator(items, per_page).get_page(request.GET.get("page"))
 
 
 @require_GET

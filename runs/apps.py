@@ -7,9 +7,9 @@ class RunsConfig(AppConfig):
     verbose_name = "Runs and evaluations"
 
     def ready(self) -> None:
-        from packs import hooks as pack_hooks  # noqa: PLC0415
-        from runs.panels import reference_panel  # noqa: PLC0415
-        from runs.roles import ensure_role_groups  # noqa: PLC0415
+        from packs import hooks as pack_hooks  # noqa: PLC0415 - needs the app registry ready
+        from runs.panels import reference_panel  # noqa: PLC0415 - needs the app registry ready
+        from runs.roles import ensure_role_groups  # noqa: PLC0415 - needs the app registry ready
 
         post_migrate.connect(ensure_role_groups, sender=self, dispatch_uid="runs-role-groups")
         # The version page lives below runs: it shows this panel through its hook.

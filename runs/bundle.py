@@ -13,7 +13,6 @@ from __future__ import annotations
 import base64
 import binascii
 import json
-import math
 import shutil
 import tempfile
 from collections.abc import Iterable, Iterator
@@ -26,9 +25,10 @@ from django.conf import settings
 from packs.compiler.archive import ArchiveError, ArchiveLimits, extract_archive, find_pack_root
 from packs.compiler.digest import contains_lone_surrogate, contains_nul
 from packs.compiler.limits import human_bytes
+from packs.compiler.strict_json import StrictJsonRefused, strict_loads
 from runs.budgets import usage_figure_problem
+from verifiers.scratch_files import unsafe_relative_path
 from verifiers.task import Candidate, WorkspaceFile
-from verifiers.workspace import unsafe_relative_path
 
 CANDIDATES_NAME = "candidates.jsonl"
 CANDIDATE_KINDS = ("text", "code", "patch", "workspace")
@@ -238,30 +238,6 @@ def _parse_lines(
 _INVALID = object()
 
 
-class _Refused(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not allowed; numbers must be finite")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):
-        raise _Refused(f"{text} is too large; numbers must be finite")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _Refused(f"duplicate key '{key}'")
-        result[key] = value
-    return result
-
-
 def _decode_json(raw: bytes, number: int, problems: _Problems) -> Any:
     try:
         text = raw.decode("utf-8")
@@ -272,15 +248,10 @@ def _decode_json(raw: bytes, number: int, problems: _Problems) -> Any:
     if not text.strip():
         return ""  # blank lines are allowed (editors add a trailing one)
     try:
-        return json.loads(
-            text,
-            parse_constant=_refuse_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_unique_keys,
-        )
+        return strict_loads(text)
     except json.JSONDecodeError as exc:
         problems.add(number, "", f"invalid JSON: {exc.msg} (column {exc.colno})")
-    except _Refused as exc:
+    except StrictJsonRefused as exc:
         problems.add(number, "", f"invalid JSON: {exc}")
     except (ValueError, RecursionError):
         problems.add(number, "", "invalid JSON: a number is too long or the line nests too deep")

@@ -28,7 +28,9 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet, Sum
 from django.utils import timezone
 
 from job_queue import send_job
+from packs.selectors import evaluator_lanes_for_tasks
 from runs import hooks
+from runs.candidates import verifier_candidate
 from runs.evaluators import TaskCounts, evaluator_get
 from runs.models import (
     OPEN_STATUSES,
@@ -39,7 +41,11 @@ from runs.models import (
     WorkQueue,
 )
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
-from verifiers.sandbox.docker_engine import pull_observer
+from verifiers.sandbox.docker_engine import (
+    docker_client,
+    pull_observer,
+    remove_stale_containers,
+)
 from verifiers.scoring import VerifierSettings, verify
 from verifiers.verdict import ERROR, Reason, Verdict, storable, storable_text
 
@@ -218,9 +224,6 @@ def worker_sandbox() -> Sandbox | None:
 
 def score_results(result_ids: list[int], *, worker: str | None = None) -> int:
     """Claim, verify and record; returns how many results this call scored."""
-    from packs.selectors import evaluator_lanes_for_tasks  # noqa: PLC0415
-    from runs.services import verifier_candidate  # noqa: PLC0415
-
     claim = results_claim(result_ids, worker=worker or worker_name())
     if not claim.results:
         return 0  # a duplicate or late message: somebody else has these
@@ -524,8 +527,6 @@ def stale_sandboxes_remove(
     """
     if (os.environ.get("SECUREBENCH_SANDBOX") or "auto").strip().lower() == "bwrap":
         return []
-    from verifiers.sandbox.docker import docker_client, remove_stale_containers  # noqa: PLC0415
-
     try:
         client = docker_client(timeout=5)
     except SandboxUnavailable:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import datetime as dt
 import unicodedata
 from dataclasses import dataclass
+from importlib import import_module
 from typing import Any
 
 from django.conf import settings
@@ -71,8 +72,6 @@ def session_debug_mode(session_key: str, user: Any) -> DebugMode | None:
     from the site keeps its privilege only while the debug mode that opened it lasts)."""
     if not session_key or user is None:
         return None
-    from importlib import import_module  # noqa: PLC0415
-
     store = import_module(settings.SESSION_ENGINE).SessionStore(session_key=session_key)
     raw = store.get(SESSION_KEY)
     if not isinstance(raw, dict) or raw.get("user") != user.pk or "until" not in raw:

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.models import Group, Permission
+
 BROWSE = "packs.browse"
 VIEW_PRIVILEGED = "packs.view_privileged"
 UPLOAD = "packs.add_contractversion"
@@ -33,8 +35,6 @@ ROLE_PERMISSIONS: dict[str, tuple[str, ...]] = {
 
 def ensure_role_groups(**kwargs: Any) -> None:
     """post_migrate receiver: every role group exists with at least its permissions."""
-    from django.contrib.auth.models import Group, Permission  # noqa: PLC0415
-
     for name, codes in ROLE_PERMISSIONS.items():
         group, _ = Group.objects.get_or_create(name=name)
         wanted = [code.split(".") for code in codes]

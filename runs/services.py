@@ -7,14 +7,15 @@ task-result rows is created in one transaction whose Celery messages leave on co
 
 from __future__ import annotations
 
-import base64
 import logging
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from pathlib import Path
 from typing import Any
 
 from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
 from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
@@ -22,8 +23,17 @@ from django.utils import timezone
 from job_queue import send_job
 from packs.models import ContractVersion, Task, VersionState
 from packs.selectors import evaluator_lanes_for_tasks
+from packs.uploads import save_upload, upload_display_name
 from runs.budgets import check_budgets, contract_budgets
-from runs.bundle import BundleLine, BundleProblem, BundleRejected, ParsedBundle, sample_label
+from runs.bundle import (
+    BundleLine,
+    BundleProblem,
+    BundleRejected,
+    ParsedBundle,
+    parse_bundle_file,
+    sample_label,
+)
+from runs.candidates import stored_files
 from runs.evaluators import evaluator_choose
 from runs.models import (
     Candidate,
@@ -41,10 +51,12 @@ from verifiers.families import get_family
 from verifiers.oracle import null_candidate, oracle_candidate
 from verifiers.scoring import is_text_family
 from verifiers.task import Candidate as VerifierCandidate
-from verifiers.task import TaskLanes, WorkspaceFile
+from verifiers.task import TaskLanes
 from verifiers.verdict import Reason
 
 BULK_BATCH = 1000
+# The suffixes that tell the bundle reader an uploaded archive from a .jsonl file.
+BUNDLE_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
 # The runs a version's one-click "score the reference solutions" makes, in this order.
 REFERENCE_ORIGINS = (CandidateOrigin.ORACLE, CandidateOrigin.NULL)
 RESEND_BATCH = 100  # reference runs re-sent per reaper pass
@@ -169,6 +181,16 @@ def run_submit_bundle(
         run_add_candidates(run, bundle.lines)
         evaluation = run_submit(run, user=user)
     return run, evaluation
+
+
+def bundle_upload_parse(upload: UploadedFile, folder: Path) -> ParsedBundle:
+    """Save an uploaded bundle (the form's) in ``folder`` and parse it; BundleRejected says
+    what is wrong with it. The file keeps its suffix: it tells the bundle reader a .jsonl from
+    an archive."""
+    name = (upload.name or "").lower()
+    suffix = next((s for s in BUNDLE_ARCHIVE_SUFFIXES if name.endswith(s)), ".jsonl")
+    path = save_upload(upload, folder / f"bundle{suffix}")
+    return parse_bundle_file(path, display_name=upload_display_name(upload, default="bundle"))
 
 
 def run_submit_reference(
@@ -443,29 +465,11 @@ def _candidate_row(
         task=task,
         kind=candidate.kind,
         text=candidate.text,
-        files={
-            path: {"content_b64": base64.b64encode(f.content).decode("ascii"), "mode": f.mode}
-            for path, f in candidate.files.items()
-        },
+        files=stored_files(candidate.files),
         usage=line.usage,
         line=line.line,
         sample=line.sample,
         contract_violations=candidate_violations_of(contract, task.family, candidate),
-    )
-
-
-def verifier_candidate(candidate: Candidate) -> VerifierCandidate:
-    """The stored candidate as the plain data a verifier takes."""
-    if candidate.kind != "workspace":
-        return VerifierCandidate(kind=candidate.kind, text=candidate.text)
-    return VerifierCandidate(
-        kind="workspace",
-        files={
-            path: WorkspaceFile(
-                base64.b64decode(entry["content_b64"]), int(entry.get("mode", 0o644))
-            )
-            for path, entry in candidate.files.items()
-        },
     )
 
 

@@ -3,18 +3,15 @@ runs.services. Verifier output and detail strings are privileged and never rende
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
 from django.core.files.uploadedfile import UploadedFile
-from django.core.paginator import Page, Paginator
+from django.core.paginator import Page
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils.functional import cached_property
 from django.views.decorators.csrf import csrf_exempt, csrf_protect
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
@@ -24,10 +21,11 @@ from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.diff import PreviousVersion, versions_comparable
 from packs.models import ContractVersion, VersionState
+from packs.pagination import paginate
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
 from runs import access, privileged, progress, samples, selectors, validity
-from runs.bundle import BundleRejected, parse_bundle_file
+from runs.bundle import BundleRejected
 from runs.evaluators import (
     EvaluatorNotAllowed,
     allowed_evaluators,
@@ -42,7 +40,12 @@ from runs.forms import (
     bundle_too_large_message,
 )
 from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunSource
-from runs.services import RunMetadata, evaluation_create, run_submit_bundle
+from runs.services import (
+    RunMetadata,
+    bundle_upload_parse,
+    evaluation_create,
+    run_submit_bundle,
+)
 
 RUNS_PER_PAGE = 50
 RESULTS_PER_PAGE = 50
@@ -52,23 +55,6 @@ LEADERBOARD_ROWS_PER_PAGE = 100
 # The id of the run page's evaluation section: an htmx request aimed at it (HX-Target) gets
 # that whole section (score, chart, results), any other htmx request only the results table.
 EVALUATION_VIEW = "evaluation-view"
-
-
-class CountedPaginator(Paginator):
-    """A paginator told its count when the caller knows it, e.g. from a done evaluation's
-    summary: a COUNT over 14k results on every page load is then saved."""
-
-    def __init__(self, object_list, per_page: int, *, count: int | None = None) -> None:
-        super().__init__(object_list, per_page)
-        self._known_count = count
-
-    @cached_property
-    def count(self) -> int:
-        return self._known_count if self._known_count is not None else super().count
-
-
-def paginate(request: HttpRequest, items, per_page: int, *, count: int | None = None) -> Page:
-    return CountedPaginator(items, per_page, count=count).get_page(request.GET.get("page"))
 
 
 def _cleaned(form, name: str, default=""):
@@ -169,8 +155,7 @@ def _run_submit_post(request: HttpRequest) -> HttpResponse:
     upload: UploadedFile = data["bundle"]
     try:
         with upload_workspace() as work:
-            path = _save_upload(upload, work)
-            bundle = parse_bundle_file(path, display_name=_display_name(upload))
+            bundle = bundle_upload_parse(upload, work)
             metadata = _metadata(data, bundle.metadata)
             if metadata is None:
                 form.add_error(
@@ -203,23 +188,6 @@ def _run_submit_post(request: HttpRequest) -> HttpResponse:
         messages.warning(request, f"This run breaks the pack version's contract: {reasons}.")
     url = reverse("runs:detail", args=[run.pk])
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
-def _save_upload(upload: UploadedFile, folder: Path) -> Path:
-    # Keep the suffix: it tells the bundle reader a .jsonl from an archive.
-    name = (upload.name or "").lower()
-    suffix = next((s for s in (".tar.gz", ".tgz", ".zip") if name.endswith(s)), ".jsonl")
-    destination = folder / f"bundle{suffix}"
-    with destination.open("wb") as out:
-        for chunk in upload.chunks():
-            out.write(chunk)
-    return destination
-
-
-def _display_name(upload: UploadedFile) -> str:
-    # The client's file name is data: keep only its last component, printable, bounded.
-    name = Path((upload.name or "bundle").replace("\\", "/")).name
-    return "".join(ch for ch in name if ch.isprintable())[:120] or "bundle"
 
 
 def _metadata(data: dict, from_bundle: dict) -> RunMetadata | None:
@@ -322,9 +290,7 @@ def _task_passes(request: HttpRequest, run: Run, evaluation: Evaluation) -> Page
     run's evaluation has at least one result per task, so the count is the version's."""
     rows = samples.task_passes(evaluation)
     count = run.contract_version.task_count
-    return CountedPaginator(rows, TASKS_PER_PAGE, count=count).get_page(
-        request.GET.get("tasks_page")
-    )
+    return paginate(request, rows, TASKS_PER_PAGE, count=count, page_param="tasks_page")
 
 
 @require_GET

@@ -9,6 +9,8 @@ from celery import Celery
 from celery.signals import worker_init, worker_process_shutdown
 
 from securebench_site import broker  # noqa: F401 - registers the safe filesystem transport
+from verifiers.sandbox import SandboxUnavailable
+from verifiers.staging import stage_all
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "securebench_site.settings")
 
@@ -45,9 +47,6 @@ def _prepare_filesystem_broker(sender: Celery, **kwargs: object) -> None:
 def _stage_trusted_files(**kwargs: object) -> None:
     # The files sandboxes mount are copied where the sandbox uid can read them (the checkout
     # may be private); a failure here is logged, and each verification tries again.
-    from verifiers.sandbox import SandboxUnavailable  # noqa: PLC0415
-    from verifiers.trusted_files import stage_all  # noqa: PLC0415
-
     try:
         logger.info("trusted sandbox files staged in %s", stage_all())
     except (SandboxUnavailable, OSError) as exc:

@@ -374,7 +374,7 @@ SECUREBENCH_HEALTH_ON_UPLOAD = env_bool("SECUREBENCH_HEALTH_ON_UPLOAD", True)
 # publishes it. Off, versions are published as they are stored and their checks only report:
 # for a site whose every author is trusted, and for test and benchmark sites about other things.
 SECUREBENCH_PUBLISH_GATE = env_bool("SECUREBENCH_PUBLISH_GATE", True)
-# Operations (/health/, /metrics). Workers write a heartbeat every HEARTBEAT seconds and count
+# Operations (/operations/, /metrics). Workers write a heartbeat every HEARTBEAT seconds and count
 # as alive for WORKER_ALIVE seconds after the last one; a queue whose oldest item has waited
 # STALL seconds with no claim in that time is shown as stalled.
 # The name a worker host's leases and results carry (the machine's host name by default;
@@ -412,7 +412,7 @@ CELERY_BEAT_SCHEDULE = {
 }
 # The canary (operations.canary): the built-in canary pack scored with its reference answers
 # and with empty ones every CANARY_MINUTES (0: never); a check unfinished after LATE seconds,
-# or none for two intervals, shows as late on /health/.
+# or none for two intervals, shows as late on /operations/.
 SECUREBENCH_CANARY_MINUTES = env_int("SECUREBENCH_CANARY_MINUTES", 10)
 SECUREBENCH_CANARY_LATE_SECONDS = env_int("SECUREBENCH_CANARY_LATE_SECONDS", 300)
 if SECUREBENCH_CANARY_MINUTES > 0:

@@ -9,6 +9,7 @@ from packs import views as pack_views
 urlpatterns = [
     path("", dashboard_views.home, name="home"),
     path("home/now-running/", dashboard_views.now_running, name="home-now-running"),
+    path("docs/", include("dashboard.urls")),
     path("upload/", pack_views.pack_upload, name="pack-upload"),
     path("packs/", include("packs.urls")),
     path("", include("runs.urls")),

@@ -13,7 +13,7 @@ from django.core.management import call_command
 
 from packs.audit import UnavailableSandbox, audit_folder
 from tests.conftest import mc_row, sandbox_or_skip, zip_folder
-from verifiers.health import CHECKS
+from verifiers.pack_findings import CHECKS
 
 
 def audit(*args: str) -> tuple[int, str, str]:

@@ -1,8 +1,8 @@
 """The `manage.py` command lines of the README and its guides (docs/) work as printed in a
 fresh clone once `make run` has set the site up, from a shell that exports neither DEBUG nor
-SECRET_KEY; and the key generated for that never passes for production: with DATABASE_URL set
-the site refuses to start without SECRET_KEY, and `check --deploy` flags the generated key
-(securebench.W002).
+SECRET_KEY, and so does the agents' guide's curl session against that site; and the key
+generated for that never passes for production: with DATABASE_URL set the site refuses to start
+without SECRET_KEY, and `check --deploy` flags the generated key (securebench.W002).
 
 Every test here starts its own processes on a data folder of its own (embedded defaults), so
 it runs once, in the embedded pass (conftest marks it database_independent).
@@ -252,7 +252,9 @@ def run_printed(line: str, env: dict[str, str]) -> subprocess.CompletedProcess[s
 @dataclass(frozen=True)
 class StartedSite:
     data_dir: Path
+    url: str
     placeholders: dict[str, str]
+    bundle: Path  # a bundle file for the site's example pack
 
 
 @pytest.fixture(scope="module")
@@ -290,7 +292,9 @@ def started_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartedSi
     with Site(data_dir=root / "data", env=NEWCOMER_DEFAULTS) as site:
         # A run of the site's own to re-score, whatever order the README prints things in.
         placeholders["RUN"] = str(first_oracle_run(site.data_dir))
-        yield StartedSite(data_dir=site.data_dir, placeholders=placeholders)
+        yield StartedSite(
+            data_dir=site.data_dir, url=site.url, placeholders=placeholders, bundle=bundle
+        )
 
 
 # `make run` as a newcomer gets it: the examples' health checks run on its worker and publish
@@ -351,6 +355,81 @@ def test_a_readme_command_works_as_printed_after_make_run(command, started_site)
     output = done.stdout + done.stderr
     assert done.returncode == 0, f"{line}\n{output[-4000:]}"
     assert "Traceback" not in output, f"{line}\n{output[-4000:]}"
+
+
+# --- the agents' guide's curl session -------------------------------------------------------
+
+CURL_GUIDE = REPO_ROOT / "docs" / "agents.md"
+# The address the guide's session talks to: `make run`'s.
+PRINTED_SITE = "http://127.0.0.1:8000"
+
+
+def curl_session() -> list[str]:
+    """The lines of the guide's shell block that runs curl, as printed."""
+    code_lines, _ = _split_code_and_prose(CURL_GUIDE.read_text())
+    blocks: list[list[str]] = [[]]
+    for entry in code_lines:
+        if entry is None:
+            blocks.append([])
+        else:
+            blocks[-1].append(entry[1])
+    sessions = [block for block in blocks if any(line.startswith("curl ") for line in block)]
+    assert len(sessions) == 1, f"{CURL_GUIDE.name}: one curl session expected"
+    return sessions[0]
+
+
+def json_answers(output: str) -> list[dict]:
+    """The JSON documents curl printed one after the other."""
+    decoder = json.JSONDecoder()
+    answers, at = [], 0
+    while at < len(output):
+        if output[at].isspace():
+            at += 1
+            continue
+        answer, at = decoder.raw_decode(output, at)
+        answers.append(answer)
+    return answers
+
+
+def test_the_guides_curl_session_works_as_printed(started_site, tmp_path):
+    """Run as a person pastes it, in two parts: up to the run's creation, then from the line
+    that keeps the run's id (`RUN=7`) on, with the id the site answered in place of the
+    example's (and the first line's variables set again)."""
+    token = re.search(
+        r"token (\w+)", manage(started_site.data_dir, "drf_create_token", ADMIN_USERNAME).stdout
+    )
+    assert token, "drf_create_token printed no token"
+    lines = [line.replace(PRINTED_SITE, started_site.url) for line in curl_session()]
+    keep = next(i for i, line in enumerate(lines) if line.startswith("RUN="))
+    (tmp_path / "candidates.jsonl").write_text(started_site.bundle.read_text())
+    env = newcomer_env(started_site.data_dir, TOKEN=token.group(1))
+
+    def paste(part: list[str]) -> list[dict]:
+        done = subprocess.run(
+            ["bash", "-c", "\n".join(part)],
+            cwd=tmp_path,
+            env=env,
+            capture_output=True,
+            text=True,
+            timeout=COMMAND_SECONDS,
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout + done.stderr
+        return json_answers(done.stdout)
+
+    tasks, created = paste(lines[:keep])
+    run = created["id"]
+    added, submitted, progress, results, bundled = paste(
+        [lines[0], f"RUN={run}", *lines[keep + 1 :]]
+    )
+
+    assert tasks["count"] >= 1 and tasks["results"], tasks
+    assert (created["pack"], created["agent_name"]) == (PACK_ID, "my-agent"), created
+    assert added == {"added": 1, "candidate_count": 1}, added
+    assert (submitted["run"], submitted["evaluation"]) == (run, 1), submitted
+    assert {"status", "done", "total", "counts"} <= set(progress), progress
+    assert "results" in results, results
+    assert bundled["run"]["id"] != run and bundled["evaluation"]["evaluation"] == 1, bundled
 
 
 # --- the generated key and production ------------------------------------------------------

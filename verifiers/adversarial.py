@@ -28,6 +28,7 @@ from typing import Any
 
 from verifiers.families import get_family
 from verifiers.patch_policy import CandidatePolicy, check_paths, is_test_path, trusted_patch_paths
+from verifiers.scratch_files import WORKSPACE_ROOT
 from verifiers.task import Candidate, TaskFile, TaskLanes
 from verifiers.text import MAX_CANDIDATE_CHARS
 
@@ -287,7 +288,6 @@ def _code_completion(task: TaskLanes) -> list[Attack]:
 
 # --- repo_patch --------------------------------------------------------------------------------
 
-WORKSPACE_ROOT = "/workspace"  # where public assets land (repo_patch.WORKSPACE_ROOT)
 TRIVIAL_TEST = "def test_rewritten():\n    assert True\n"
 TRIVIAL_SCRIPT = "#!/bin/sh\nexit 0\n"
 # A pytest hook that rewrites every report to "passed" (security.md §2, SWE-bench 100 %).

@@ -7,7 +7,6 @@ editor shows. Reading is bounded per line: a huge line is never loaded whole.
 from __future__ import annotations
 
 import json
-import math
 import re
 import unicodedata
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ from typing import Any
 from packs.compiler.digest import canonical_json, contains_nul, nesting_depth_exceeds
 from packs.compiler.errors import Problem, ProblemLog, excerpt_around
 from packs.compiler.limits import CompileLimits, human_bytes
+from packs.compiler.strict_json import StrictJsonRefused, strict_loads
 from verifiers.families.base import FieldProblem
 
 ROW_KEYS = ("id", "family", "input", "assets", "eval", "environment", "metadata")
@@ -109,31 +109,6 @@ def _too_big(name: str, limits: CompileLimits) -> Problem:
     return Problem(name, None, None, f"is larger than {human_bytes(limits.max_tasks_file_bytes)}")
 
 
-class _Refused(ValueError):
-    pass
-
-
-def _refuse_constant(name: str) -> Any:
-    raise _Refused(f"{name} is not allowed; numbers must be finite")
-
-
-def _finite_float(text: str) -> float:
-    value = float(text)
-    if not math.isfinite(value):  # 1e400 parses to inf
-        raise _Refused(f"{text} is too large; numbers must be finite")
-    return value
-
-
-def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
-    # json.loads keeps the last of two equal keys silently; the digest would hide the other.
-    result: dict[str, Any] = {}
-    for key, value in pairs:
-        if key in result:
-            raise _Refused(f"duplicate key '{key}'")
-        result[key] = value
-    return result
-
-
 def _parse_line(
     content: bytes, line: int, name: str, limits: CompileLimits, log: ProblemLog
 ) -> tuple[dict[str, Any], bytes] | None:
@@ -148,18 +123,13 @@ def _parse_line(
     if line == 1:
         text = text.removeprefix("\ufeff")  # editors on Windows add a byte-order mark
     try:
-        value = json.loads(
-            text,
-            parse_constant=_refuse_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_unique_keys,
-        )
+        value = strict_loads(text)
     except json.JSONDecodeError as exc:
         excerpt, column = excerpt_around(text, exc.colno)
         message = f"invalid JSON: {exc.msg} (column {exc.colno})"
         log.add(Problem(name, line, None, message, excerpt=excerpt, column=column))
         return None
-    except _Refused as exc:
+    except StrictJsonRefused as exc:
         problem(f"invalid JSON: {exc}")
         return None
     except ValueError:  # int() refuses more than sys.get_int_max_str_digits() digits

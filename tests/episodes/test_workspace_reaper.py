@@ -12,7 +12,7 @@ import pytest
 from django.test import override_settings
 from django.utils import timezone
 
-from episodes import services, workspaces
+from episodes import live_collection, live_workspaces, services
 from episodes.models import Episode, EpisodeStatus
 from episodes.services import episode_run_open
 from packs.models import ContractVersion
@@ -49,7 +49,7 @@ def episodes_of(version: ContractVersion, count: int) -> list[Episode]:
 
 
 def with_folder(root: Path, episode: Episode, **fields) -> Path:
-    name = workspaces.new_folder_name(episode.pk)
+    name = live_workspaces.new_folder_name(episode.pk)
     Episode.objects.filter(pk=episode.pk).update(workspace_folder=name, **fields)
     folder = root / name
     folder.mkdir()
@@ -65,7 +65,7 @@ def test_folders_of_ended_or_unknown_episodes_go_and_live_ones_stay(root, versio
     left = with_folder(root, ended, status=EpisodeStatus.DONE, ending=EpisodeStatus.DONE)
     orphan = root / "999999-0123456789abcdef"  # an episode deleted since (its run removed)
     orphan.mkdir()
-    report = workspaces.workspaces_reap()
+    report = live_collection.workspaces_reap()
     assert report.folders_removed == 2
     assert live_folder.is_dir() and pending.is_dir()
     assert not left.exists() and not orphan.exists()
@@ -84,9 +84,9 @@ def test_a_lost_collection_is_sent_again_then_given_up_and_the_run_finishes(root
     run = first.episode_run.run
     run.refresh_from_db()
     assert not run.is_submitted, "the run waits for the workspace's candidate"
-    assert workspaces.workspaces_reap().collections_resent == 1
+    assert live_collection.workspaces_reap().collections_resent == 1
     Episode.objects.filter(pk=first.pk).update(ended_at=timezone.now() - timedelta(hours=1))
-    report = workspaces.workspaces_reap()
+    report = live_collection.workspaces_reap()
     assert report.collections_given_up == 1
     episode = Episode.objects.get(pk=first.pk)
     assert (episode.status, episode.verdict_status) == ("abandoned", "failed")

@@ -4,7 +4,8 @@ The mutants themselves live beside this file, by area: mutants_inputs.py (patch 
 archives, lanes, bundles), mutants_access.py (access control, debug mode) and
 mutants_channel.py (the code_completion verdict channel), mutants_episodes.py (live
 episodes), mutants_repo.py (repo_patch's guard against forged pytest outcomes),
-mutants_health.py (where the leak audit looks, the adversarial smoke's attacks).
+mutants_health.py (where the leak audit looks, the adversarial smoke's attacks),
+mutants_layers.py (the import contracts: loops, upward imports, the jobs modules).
 
 Each mutant removes or weakens exactly one defence and names the tests that must then fail.
 Anchors (``find``) are short and must occur exactly once in their module: when the code moves
@@ -28,6 +29,7 @@ from tests.mutation.mutants_inputs import (
     INPUT_MUTANTS,
     POLICY_DISGUISES,
 )
+from tests.mutation.mutants_layers import LAYER_MUTANTS
 from tests.mutation.mutants_repo import REPO_MUTANTS
 from tests.mutation.mutants_sandbox import DEFENCES, SANDBOX_MUTANTS
 from tests.mutation.mutants_sealed import SCRUBBER_TESTS, SEALED_MUTANTS
@@ -41,6 +43,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *EPISODE_MUTANTS,
     *REPO_MUTANTS,
     *HEALTH_MUTANTS,
+    *LAYER_MUTANTS,
 )
 
 # Test files written because a first run let mutants survive (the report points at them).

@@ -15,7 +15,7 @@ LIFECYCLE_TESTS = "tests/episodes/test_lifecycle.py"
 LEAK_TESTS = "tests/security/test_leak_episodes.py"
 VIEWS = "episodes/views.py"
 PAGE_TESTS = "tests/episodes/test_pages.py"
-WORKSPACES = "episodes/workspaces.py"
+LIVE_COLLECTION = "episodes/live_collection.py"
 HELPER_OPS = "verifiers/live/helper_ops.py"
 LIVE_WORKSPACE_TESTS = "tests/episodes/test_live_workspaces.py"
 ESCAPE_TESTS = "tests/security/test_episode_workspace_escapes.py"
@@ -155,7 +155,7 @@ EPISODE_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="workspace-contract-surfaces",
-        module=WORKSPACES,
+        module=LIVE_COLLECTION,
         defence="a workspace change outside allowed_to_modify or to read_only fails the task",
         find="    if violations:\n        refusal = LiveRefusal(",
         replace="    if False:\n        refusal = LiveRefusal(",

@@ -8,7 +8,7 @@ from tests.mutation.engine import Mutant
 PRIVILEGED = "runs/privileged.py"
 REDACTION = "verifiers/redaction.py"
 SCORING = "verifiers/scoring.py"
-WORKSPACE = "verifiers/workspace.py"
+TRUSTED_RUNNER = "verifiers/trusted_runner.py"
 CODE = "verifiers/families/code_completion.py"
 SELECTORS = "runs/selectors.py"
 SEALED_READS = "tests/security/test_sealed_reads.py"
@@ -119,7 +119,7 @@ SEALED_MUTANTS: tuple[Mutant, ...] = (
     ),
     Mutant(
         id="workspace-scrubs-logs",
-        module=WORKSPACE,
+        module=TRUSTED_RUNNER,
         defence="sandbox logs of workspace families are scrubbed of sealed strings",
         find=(
             '"stdout": scrub(cap_text(result.stdout.decode("utf-8", "replace"), 64_000), '

@@ -1,5 +1,5 @@
 """The canary: the built-in canary pack scored by a real worker with its reference answers
-and with empty ones. Right verdicts show green on /health/ and in /metrics; a worker whose
+and with empty ones. Right verdicts show green on /operations/ and in /metrics; a worker whose
 sandbox backend is broken turns it red, naming the task; a check that never finishes, or a
 schedule that stopped, shows as late."""
 
@@ -27,10 +27,10 @@ def settled(check: CanaryCheck, timeout: float = 180) -> str:
     return canary_status().state
 
 
-def health_page() -> str:
+def operations_page() -> str:
     client = Client()
     client.force_login(make_user(f"admin-{CanaryCheck.objects.count()}", superuser=True))
-    return client.get(reverse("operations:health")).content.decode()
+    return client.get(reverse("operations:overview")).content.decode()
 
 
 def canary_metric(settings_) -> float:
@@ -51,7 +51,7 @@ def test_right_verdicts_are_green_and_checks_reuse_two_runs(workers: WorkerPool,
     assert settled(second) == "ok", second.problem
 
     assert Run.objects.filter(agent_name="site-canary").count() == 2, "oracle and null only"
-    page = health_page()
+    page = operations_page()
     assert "canary-ok" in page and "canary-alert" not in page
     assert canary_metric(settings) == 1
 
@@ -69,7 +69,7 @@ def test_a_broken_sandbox_backend_turns_the_canary_red(workers: WorkerPool, sett
     check.refresh_from_db()
     assert "oracle canary/code: error" in check.problem
     assert "canary/text" not in check.problem, "the text task needs no sandbox"
-    page = health_page()
+    page = operations_page()
     assert "canary-alert" in page and "The canary gives wrong verdicts" in page
     assert canary_metric(settings) == 0
 

@@ -1,4 +1,4 @@
-"""The health page's images panel: the images published versions need, which live Docker
+"""The operations page's images panel: the images published versions need, which live Docker
 worker hosts have them, and an admin's "pull now", which every worker answers by pulling on
 its own engine (a real worker, a real registry on loopback: tests/registry.py)."""
 
@@ -46,7 +46,7 @@ def test_the_panel_shows_which_hosts_have_each_needed_image_and_only_admins_may_
     admin = signed_in(make_user("admin", superuser=True))
     reviewer = signed_in(make_user("rev", "reviewer"))
 
-    page = admin.get(reverse("operations:health")).content.decode()
+    page = admin.get(reverse("operations:overview")).content.decode()
 
     panel = page[page.index("<h2>Images</h2>") : page.index("<h2>Running")]
     row = panel[panel.index(PACK_IMAGE) :]
@@ -54,7 +54,7 @@ def test_the_panel_shows_which_hosts_have_each_needed_image_and_only_admins_may_
     assert "host-a" in row and "host-b" in row and "host-c" not in row
     assert row.index("host-a") < row.index("host-b")  # on host-a, missing on host-b
     assert "Pull now" in row
-    assert "Pull now" not in reviewer.get(reverse("operations:health")).content.decode()
+    assert "Pull now" not in reviewer.get(reverse("operations:overview")).content.decode()
     url = reverse("operations:pull-image")
     assert reviewer.post(url, {"image": PACK_IMAGE}).status_code == 403
     # Only an image a published version needs: not a way to make workers pull anything.
@@ -91,7 +91,7 @@ def test_pull_now_makes_every_docker_worker_pull_and_the_panel_shows_it(
             60,
             "the worker's heartbeat to list the image",
         )
-        page = admin.get(reverse("operations:health")).content.decode()
+        page = admin.get(reverse("operations:overview")).content.decode()
         row = page[page.index(image) :]
         row = row[: row.index("</tr>")]
         assert "Pull now" not in row, "no host misses it any more"

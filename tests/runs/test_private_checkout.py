@@ -117,7 +117,7 @@ def test_a_staging_folder_someone_else_could_write_is_refused(
     """Another local user who plants the staging folder (or makes it writable) would choose
     the runner every sandbox executes as trusted: no verification runs from it."""
     from verifiers.sandbox import SandboxUnavailable  # noqa: PLC0415
-    from verifiers.trusted_files import staged  # noqa: PLC0415
+    from verifiers.sandbox.trusted_files import staged  # noqa: PLC0415
 
     source = tmp_path / "runner.py"
     source.write_text("print('trusted')\n")
@@ -137,7 +137,7 @@ def test_a_staging_folder_someone_else_could_write_is_refused(
 def test_an_edited_trusted_file_is_staged_again_never_rewritten(
     tmp_path: Path, trusted_dir: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    from verifiers import trusted_files  # noqa: PLC0415
+    from verifiers.sandbox import trusted_files  # noqa: PLC0415
 
     monkeypatch.setenv("SECUREBENCH_TRUSTED_DIR", str(trusted_dir))
     monkeypatch.setattr(trusted_files, "_digests", {})  # this process's cache starts empty

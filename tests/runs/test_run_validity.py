@@ -23,6 +23,7 @@ from packs.selectors import evaluator_lanes_for_tasks
 from packs.services import pack_import_folder
 from runs import selectors
 from runs.bundle import parse_bundle_file
+from runs.candidates import verifier_candidate
 from runs.models import CandidateOrigin, Evaluation, Run, TaskResult
 from runs.pipeline import score_results
 from runs.services import (
@@ -33,7 +34,6 @@ from runs.services import (
     run_record_live_candidate,
     run_submit_bundle,
     run_submit_reference,
-    verifier_candidate,
 )
 from tests.conftest import EXAMPLES, make_user, sandbox_or_skip
 from verifiers.scoring import VerifierSettings, verify

@@ -15,6 +15,7 @@ import pytest
 from packs.models import ContractVersion
 from packs.services import pack_import_folder
 from runs.bundle import BundleRejected, parse_bundle_file
+from runs.candidates import verifier_candidate
 from runs.models import Candidate, Evaluation, Run, TaskResult
 from runs.services import (
     RunAlreadySubmitted,
@@ -24,7 +25,6 @@ from runs.services import (
     run_create,
     run_submit,
     run_submit_bundle,
-    verifier_candidate,
 )
 from tests.conftest import EXAMPLES
 

@@ -22,10 +22,10 @@ from django.test import Client, override_settings
 from django.utils import timezone
 
 from episodes import services
+from episodes.live_collection import workspace_collect
 from episodes.models import Episode, EpisodeRun, Step
 from episodes.services import OraclePrivilege, episode_run_open
 from episodes.tools import served_live
-from episodes.workspaces import workspace_collect
 from runs.models import AuditEvent
 from runs.pipeline import evaluation_finish_if_done, score_results
 from runs.services import RunMetadata

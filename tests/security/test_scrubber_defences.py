@@ -2,7 +2,7 @@
 
 - The last scrub before storing (verifiers.scoring) covers stdout and every string nested in
   the details, not only stderr: a family that forgot to scrub is still caught there.
-- A workspace family's sandbox logs are scrubbed where they are read (verifiers.workspace).
+- A workspace family's sandbox logs are scrubbed where they are read (verifiers.trusted_runner).
 - A result page shows no verifier fact at all of an oracle run, not even counts.
 """
 
@@ -17,8 +17,8 @@ from runs.selectors import public_detail_counts
 from verifiers.sandbox import SandboxResult
 from verifiers.scoring import _finalised
 from verifiers.task import TaskFile, TaskLanes
+from verifiers.trusted_runner import log_secrets, sandbox_fields
 from verifiers.verdict import REDACTED, failed
-from verifiers.workspace import log_secrets, sandbox_fields
 
 pytestmark = pytest.mark.database_independent
 

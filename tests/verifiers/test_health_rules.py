@@ -1,11 +1,11 @@
-"""The health rules shared by the site's checks and ``audit_pack`` (verifiers.health)."""
+"""The health rules shared by the site's checks and ``audit_pack`` (verifiers.pack_findings)."""
 
 from __future__ import annotations
 
 import pytest
 
-from verifiers import health
-from verifiers.health import (
+from verifiers import pack_findings
+from verifiers.pack_findings import (
     FAILING,
     INFO,
     WARNING,
@@ -142,7 +142,7 @@ def test_counts_name_every_check_with_what_it_checked_and_found():
 
     counts = check_counts(findings, {"oracle": 3, "leak": 3, "null": 3})
 
-    assert set(counts) == set(health.CHECKS)
+    assert set(counts) == set(pack_findings.CHECKS)
     assert counts["oracle"] == {"checked": 3, "failing": 1, "warning": 0, "info": 1}
     assert counts["leak"] == {"checked": 3, "failing": 0, "warning": 2, "info": 0}
     assert counts["null"] == {"checked": 3, "failing": 0, "warning": 0, "info": 0}

@@ -19,8 +19,8 @@ from packs.compiler import compile_pack, compiled_task_lanes
 from packs.management.commands.import_humaneval import write_humaneval_pack
 from tests.components import REFERENCE_PACK_NAMES
 from tests.conftest import EXAMPLES, TEST_PACKS, mc_row
-from verifiers.health import FAILING, INFO, LEAK, WARNING, Finding
 from verifiers.leak_audit import AuditFile, leak_findings
+from verifiers.pack_findings import FAILING, INFO, LEAK, WARNING, Finding
 from verifiers.task import TaskLanes
 
 ANSWER = (

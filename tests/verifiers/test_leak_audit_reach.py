@@ -30,8 +30,8 @@ from tests.verifiers.test_leak_audit import (
     serious,
     task,
 )
-from verifiers.health import FAILING, WARNING
 from verifiers.leak_audit import containers
+from verifiers.pack_findings import FAILING, WARNING
 
 SHORT = "Treaty of Westphalia in 1648"
 SHORT_TWIN = "Treaty of Westphalia in 1700"  # numbers count in a short value

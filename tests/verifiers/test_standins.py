@@ -27,8 +27,8 @@ from verifiers.sandbox.standins import (
     image_standins,
     standin_bin,
 )
+from verifiers.sandbox.trusted_files import TRUSTED_DIR_ENV
 from verifiers.task import Candidate
-from verifiers.trusted_files import TRUSTED_DIR_ENV
 
 sandbox = repo_tests.sandbox  # the backend-parametrized fixture (bwrap and Docker)
 PYTHON_CHECK = terminal_tests.PYTHON_CHECK

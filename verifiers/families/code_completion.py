@@ -46,6 +46,7 @@ from verifiers.families.base import (
 from verifiers.families.code_relay import MAX_FRAME, RelayOutcome, relay
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN
 from verifiers.redaction import output_secrets
+from verifiers.sandbox import get_sandbox
 from verifiers.sandbox.base import (
     CODE_LIMITS,
     Mount,
@@ -55,8 +56,8 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from verifiers.sandbox.trusted_files import staged
 from verifiers.task import Candidate, TaskLanes
-from verifiers.trusted_files import staged
 from verifiers.verdict import (
     ERROR,
     FAILED,
@@ -266,8 +267,6 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
         return failed(Reason.INVALID_CANDIDATE, details={"problem": problem})
     if sandbox is None:
         try:
-            from verifiers.sandbox import get_sandbox
-
             sandbox = get_sandbox()
         except (ImportError, SandboxUnavailable) as exc:
             return error(Reason.SANDBOX_UNAVAILABLE, details={"problem": str(exc)[:500]})

@@ -35,6 +35,7 @@ from verifiers.patch_policy import (
     is_test_path,
     trusted_patch_paths,
 )
+from verifiers.sandbox import get_sandbox
 from verifiers.sandbox.base import (
     REPO_LIMITS,
     Mount,
@@ -45,8 +46,19 @@ from verifiers.sandbox.base import (
 )
 from verifiers.sandbox.docker import ImageWorkdirSpec
 from verifiers.sandbox.standins import Standins, image_standins, merge_mounts
+from verifiers.sandbox.trusted_files import staged
+from verifiers.scratch_files import WORKSPACE_ROOT, layout_assets
 from verifiers.task import Candidate, TaskLanes
-from verifiers.trusted_files import staged
+from verifiers.trusted_runner import (
+    RUNNER_DIR,
+    limit_reason,
+    log_secrets,
+    new_nonce,
+    notes_details,
+    read_frame,
+    runner_mounts,
+    sandbox_fields,
+)
 from verifiers.verdict import (
     ERROR,
     FAILED,
@@ -55,17 +67,6 @@ from verifiers.verdict import (
     error,
     failed,
     passed,
-)
-from verifiers.workspace import (
-    RUNNER_DIR,
-    layout_assets,
-    limit_reason,
-    log_secrets,
-    new_nonce,
-    notes_details,
-    read_frame,
-    runner_mounts,
-    sandbox_fields,
 )
 
 _INLINE_PATCH = strict_object(
@@ -129,7 +130,6 @@ SPEC = FamilySpec(
 
 # --- verification ----------------------------------------------------------------------------
 
-WORKSPACE_ROOT = "/workspace"  # where public assets land (spec §5.5)
 # HOME for the runner and the test command: never the repository, where a candidate's
 # patch could plant .profile/.bashrc for a `bash -lc` test command.
 SANDBOX_HOME = "/tmp"  # noqa: S108 - the sandbox's own private tmpfs
@@ -372,7 +372,7 @@ def verify(task: TaskLanes, candidate: Candidate, *, sandbox: Sandbox | None = N
         reason = decision.reason or Reason.POLICY_DENIED
         return failed(reason, details=details, stderr=decision.message)
     try:
-        sandbox = sandbox or _default_sandbox()
+        sandbox = sandbox or get_sandbox()
     except SandboxUnavailable as exc:
         return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
     wall = timeout_seconds(task, tests) + SETUP_GRACE
@@ -410,12 +410,6 @@ MAX_WALL_SECONDS = 1800.0
 
 def _is_argv(value: Any) -> bool:
     return isinstance(value, list) and bool(value) and all(isinstance(v, str) for v in value)
-
-
-def _default_sandbox() -> Sandbox:
-    from verifiers.sandbox import get_sandbox
-
-    return get_sandbox()
 
 
 def decide(

@@ -26,6 +26,7 @@ from verifiers.families.base import (
     string_or_object,
 )
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN
+from verifiers.sandbox import get_sandbox
 from verifiers.sandbox.base import (
     REPO_LIMITS,
     Mount,
@@ -34,29 +35,38 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
-from verifiers.sandbox.standins import Standins, image_standins, merge_mounts
-from verifiers.task import Candidate, TaskFile, TaskLanes
-from verifiers.verdict import Reason, Verdict, error, failed, passed
-from verifiers.workspace import (
+from verifiers.sandbox.standins import (
     PYLIB_DIR,
-    RUNNER_DIR,
+    Standins,
+    image_standins,
+    merge_mounts,
+    pylib_mounts,
+)
+from verifiers.scratch_files import (
+    DEFAULT_WORKDIR,
     UnsafeWorkspace,
     add_missing_files,
+    assets_by_access,
     layout_assets,
     layout_task_files,
+    open_up,
+    read_only_asset_mounts,
+    remove_path,
+    unsafe_relative_path,
+    write_candidate_workspace,
+)
+from verifiers.task import Candidate, TaskFile, TaskLanes
+from verifiers.trusted_runner import (
+    RUNNER_DIR,
     limit_reason,
     log_secrets,
     new_nonce,
     notes_details,
-    pylib_mounts,
     read_frame,
-    read_only_asset_mounts,
-    remove_path,
     runner_mounts,
     sandbox_fields,
-    unsafe_relative_path,
-    write_candidate_workspace,
 )
+from verifiers.verdict import Reason, Verdict, error, failed, passed
 
 # Commands a checker may ask extra sandbox rights for (spec §4.6.3).
 DANGEROUS_COMMANDS = ("chroot",)
@@ -151,7 +161,6 @@ SPEC = FamilySpec(
 
 # --- verification ----------------------------------------------------------------------------
 
-DEFAULT_WORKDIR = "/workspace"
 DEFAULT_TIMEOUT = 300.0
 MAX_WALL_SECONDS = 1800.0
 EVALUATOR_DIR = "/opt/securebench/evaluator"
@@ -342,19 +351,9 @@ def check_expected_state(task: TaskLanes, result: SandboxResult) -> tuple[str | 
     return None, "expected_state has no content/json to compare"
 
 
-def _assets_by_access(task: TaskLanes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """Asset descriptors split by their effective read_only (the manifest default applies)."""
-    defaults = task.metadata.get("asset_defaults")
-    default = defaults.get("read_only", True) if isinstance(defaults, dict) else True
-    descriptors = [d for d in task.public.get("assets") or [] if isinstance(d, dict)]
-    read_only = [{**d, "read_only": True} for d in descriptors if d.get("read_only", default)]
-    writable = [d for d in descriptors if not d.get("read_only", default)]
-    return read_only, writable
-
-
 def prepare_workspace(task: TaskLanes, candidate: Candidate, root: Path, plan: CheckerPlan) -> None:
     write_candidate_workspace(root, candidate.files)
-    read_only, writable = _assets_by_access(task)
+    read_only, writable = assets_by_access(task)
     # Read-only public assets cannot have changed in the agent phase: restore the trusted copy.
     for mount in read_only_asset_mounts(read_only):
         remove_path(root, mount)
@@ -379,14 +378,6 @@ def prepare_trusted(task: TaskLanes, evaluator: Path, honeypot: Path, pot: Honey
     (honeypot / f"{pot.module}.py").write_text(pot.source(), encoding="utf-8")
     for folder in (evaluator, honeypot):
         open_up(folder)
-
-
-def open_up(folder: Path) -> None:
-    """Make a scratch tree readable by the sandbox's unprivileged uid (read-only mounts)."""
-    for path in [folder, *folder.rglob("*")]:
-        if path.is_symlink():
-            continue
-        path.chmod(0o755 if path.is_dir() or path.stat().st_mode & 0o111 else 0o644)
 
 
 def runner_config(
@@ -448,7 +439,7 @@ def verify(
         return failed(Reason.INVALID_CANDIDATE, details=details, stderr="not a workspace")
     details.update({"checker_source": plan.mode, "capabilities": list(capabilities)})
     try:
-        sandbox = sandbox or _default_sandbox()
+        sandbox = sandbox or get_sandbox()
         standins = image_standins(sandbox.name, task.environment.get("image"))
     except SandboxUnavailable as exc:
         return error(Reason.SANDBOX_UNAVAILABLE, details=details, stderr=str(exc))
@@ -501,12 +492,6 @@ def _has_files(evaluator: Path, target: str) -> bool:
     relative = target[len(EVALUATOR_DIR) + 1 :]
     path = evaluator.joinpath(*relative.split("/"))
     return path.is_file() or (path.is_dir() and any(path.rglob("*")))
-
-
-def _default_sandbox() -> Sandbox:
-    from verifiers.sandbox import get_sandbox
-
-    return get_sandbox()
 
 
 def pytest_outcome(

@@ -59,8 +59,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from verifiers.health import Finding
 from verifiers.leak_audit.audit import Audit, AuditFile
+from verifiers.pack_findings import Finding
 from verifiers.task import TaskLanes
 
 __all__ = ["AuditFile", "leak_findings"]

@@ -13,7 +13,6 @@ from pathlib import Path, PurePosixPath
 from typing import Literal
 
 from verifiers.families.multiple_choice import expected_answers, read_choices
-from verifiers.health import FAILING, WARNING, Finding
 from verifiers.leak_audit.containers import CHUNK_BYTES, OVERLAP_CHARS, Walker
 from verifiers.leak_audit.report import DERIVED_NOTE, Place, Report, SealedValue, place_label
 from verifiers.leak_audit.text import (
@@ -32,6 +31,7 @@ from verifiers.leak_audit.text import (
     window_hashes,
     word_count,
 )
+from verifiers.pack_findings import FAILING, WARNING, Finding
 from verifiers.redaction import public_strings
 from verifiers.task import TaskLanes
 

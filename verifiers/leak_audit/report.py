@@ -6,8 +6,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.health import FAILING, INFO, LEAK, WARNING, Finding
 from verifiers.leak_audit.text import MAX_PASSAGE_CHARS, TERMS, WORDS
+from verifiers.pack_findings import FAILING, INFO, LEAK, WARNING, Finding
 
 MAJORITY = 0.5  # share of a value's passages that makes it leaked
 MAX_FINDINGS_PER_CODE = 100

@@ -1,4 +1,5 @@
-"""Live workspaces of terminal_task and repo_patch episodes (no Django; see workspace.py)."""
+"""Live workspaces of terminal_task and repo_patch episodes (no Django): where one lives and
+how it starts (layout.py), the actions an episode's tools run on it (sandboxed_actions.py)."""
 
 from verifiers.live.layout import (
     LiveWorkspace,
@@ -6,7 +7,7 @@ from verifiers.live.layout import (
     WorkspaceUnsupported,
     plan_live_workspace,
 )
-from verifiers.live.workspace import (
+from verifiers.live.sandboxed_actions import (
     ActionOutcome,
     LiveWorkspaceError,
     changed_paths,

@@ -26,12 +26,17 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from verifiers.families.repo_patch import WORKSPACE_ROOT
-from verifiers.families.terminal_task import DEFAULT_WORKDIR, _assets_by_access, open_up
 from verifiers.live.tarball import TreeStats, tar_folder
 from verifiers.sandbox.base import GiB, MiB, Mount
+from verifiers.scratch_files import (
+    DEFAULT_WORKDIR,
+    WORKSPACE_ROOT,
+    assets_by_access,
+    layout_assets,
+    open_up,
+    unsafe_relative_path,
+)
 from verifiers.task import TaskFile, TaskLanes
-from verifiers.workspace import layout_assets, unsafe_relative_path
 
 SNAPSHOT = "snapshot.tar"
 SEED = "seed.tar"
@@ -128,7 +133,7 @@ def _has_files(files: tuple[TaskFile, ...], path: str) -> bool:
 
 def _read_only_mounts(task: TaskLanes) -> tuple[str, ...]:
     """Mount paths of the read-only assets that have files, outermost only."""
-    read_only, _ = _assets_by_access(task)
+    read_only, _ = assets_by_access(task)
     files = task.files.get("assets", ())
     mounts = sorted(
         {mount for path, mount in map(_mount_path, read_only) if _has_files(files, path)}
@@ -189,7 +194,7 @@ def build_seed(ws: LiveWorkspace, task: TaskLanes) -> TreeStats:
     staging = Path(tempfile.mkdtemp(prefix="staging-", dir=ws.folder))
     try:
         if ws.family == "terminal_task":
-            read_only, writable = _assets_by_access(task)
+            read_only, writable = assets_by_access(task)
             layout_assets(staging, writable, assets)
             copies = ws.folder / READ_ONLY
             if copies.exists():

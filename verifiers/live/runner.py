@@ -30,7 +30,7 @@ from verifiers.live.layout import LiveWorkspace, seed_files
 from verifiers.sandbox.base import Limits, MiB, Mount, Sandbox, SandboxResult, SandboxSpec
 from verifiers.sandbox.docker import ImageWorkdirSpec
 from verifiers.sandbox.standins import SANDBOX_PYTHON, image_standins, merge_mounts
-from verifiers.trusted_files import FILE_MODE, FOLDER_MODE, staging_root
+from verifiers.sandbox.trusted_files import FILE_MODE, FOLDER_MODE, staging_root
 
 HELPER_DIR = "/opt/securebench/live"
 HELPER = f"{HELPER_DIR}/shell.py"

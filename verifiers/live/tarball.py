@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from verifiers.scratch_files import unsafe_relative_path
 from verifiers.task import WorkspaceFile
-from verifiers.workspace import unsafe_relative_path
 
 MAX_NOTED = 20  # names listed per kind of drop; the rest are counted
 MAX_LINK_TARGET = 4095

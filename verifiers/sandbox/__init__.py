@@ -23,6 +23,8 @@ from verifiers.sandbox.base import (
     SandboxSpec,
     SandboxUnavailable,
 )
+from verifiers.sandbox.bwrap import BwrapSandbox
+from verifiers.sandbox.docker import DockerSandbox, docker_client
 
 PING_TIMEOUT = 3.0  # seconds; "auto" must not hang on a dead engine socket
 
@@ -30,12 +32,8 @@ PING_TIMEOUT = 3.0  # seconds; "auto" must not hang on a dead engine socket
 def get_sandbox(name: str | None = None) -> Sandbox:
     choice = (name or os.environ.get("SECUREBENCH_SANDBOX") or "auto").strip().lower()
     if choice == "docker":
-        from verifiers.sandbox.docker import DockerSandbox  # noqa: PLC0415 - optional SDK
-
         return DockerSandbox()
     if choice == "bwrap":
-        from verifiers.sandbox.bwrap import BwrapSandbox  # noqa: PLC0415
-
         return BwrapSandbox()
     if choice == "auto":
         return _auto()
@@ -43,9 +41,6 @@ def get_sandbox(name: str | None = None) -> Sandbox:
 
 
 def _auto() -> Sandbox:
-    from verifiers.sandbox.bwrap import BwrapSandbox  # noqa: PLC0415
-    from verifiers.sandbox.docker import DockerSandbox, docker_client  # noqa: PLC0415
-
     reasons = []
     try:
         client = docker_client(timeout=PING_TIMEOUT)

@@ -33,7 +33,7 @@ from pathlib import Path
 
 from verifiers.sandbox.base import Mount, SandboxUnavailable
 from verifiers.sandbox.capture import PATH_VALUE
-from verifiers.trusted_files import FOLDER_MODE, staged, staging_root
+from verifiers.sandbox.trusted_files import FOLDER_MODE, staged, staging_root
 
 STANDIN_BIN = "/opt/securebench/bin"
 PYLIB_DIR = "/opt/securebench/pylib"

@@ -18,7 +18,7 @@ from packs.audit import EXIT_INVALID, AuditReport, UnavailableSandbox, audit_fol
 from packs.compiler import PackError, Problem
 from packs.compiler.archive import ArchiveError
 from packs.services import archive_limits, compile_limits
-from verifiers.health import CHECKS, Finding
+from verifiers.pack_findings import CHECKS, Finding
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 
 SEVERITY_ORDER = {"failing": 0, "warning": 1, "info": 2}

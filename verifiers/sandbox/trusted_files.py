@@ -10,8 +10,8 @@ where they live; it mounts a read-only copy under a folder of ours that others m
 Copies are content-addressed (``<root>/<sha256>/<name>``): an edited script gets a new copy,
 two workers staging at once agree on the result, and a copy is never rewritten in place. A
 copy appears whole or not at all (built in a private folder, then renamed). The worker stages
-everything at start; each mount checks its copy again, so a copy removed by a /tmp cleaner
-comes back on first use.
+everything at start (``verifiers.staging``); each mount checks its copy again, so a copy
+removed by a /tmp cleaner comes back on first use.
 """
 
 from __future__ import annotations
@@ -127,18 +127,3 @@ def _remove_tree(path: Path) -> None:
     for folder, _, _ in os.walk(path):
         os.chmod(folder, 0o700)  # noqa: PTH101 - os.walk hands str paths
     shutil.rmtree(path, ignore_errors=True)
-
-
-def stage_all() -> Path:
-    """Stage every trusted file a verifier mounts (worker start); returns the folder."""
-    from verifiers.families.code_completion import script_mounts  # noqa: PLC0415
-    from verifiers.live.runner import helper_folder  # noqa: PLC0415
-    from verifiers.sandbox.standins import standin_bin  # noqa: PLC0415
-    from verifiers.workspace import pylib_mounts, runner_mounts  # noqa: PLC0415
-
-    standin_bin()  # bwrap's stand-ins for a pack image's python and pytest
-    helper_folder()  # live workspaces' in-sandbox helper, compiled once per worker
-    for mount in (*runner_mounts(), *pylib_mounts(), *script_mounts()):
-        if not Path(mount.source).exists():
-            raise SandboxUnavailable(f"trusted file {mount.source} was not staged")
-    return staging_root()

@@ -1,10 +1,13 @@
-"""Live workspaces of terminal_task and repo_patch episodes, on the worker's side.
+"""The episode side of live workspaces (terminal_task and repo_patch): where each lives, one
+action run in it, and the ending that hands it to its collection.
 
 Each episode owns a folder under SECUREBENCH_EPISODE_WORKSPACE_DIR (its name, set at the first
 reset, is stored on the episode) holding the workspace as a tar snapshot; ``verifiers.live``
 lays it out, runs each action in a fresh sandbox over it and builds the candidate from it.
-Everything here runs on a worker (the ``actions`` queue), never in the web process: the
-web queues steps (episodes.actions) and reads what they gave.
+Every action runs on a worker (the ``actions`` queue), never in the web process: the web
+queues steps (episodes.actions, in the order episodes.lifecycle keeps) and reads what they
+gave. The web only names the folder (``new_folder_name``) and ends the episode
+(``workspace_end``), as a step that spends the wall-time budget does on its worker.
 
 What an action shows the agent is NOT scrubbed of the task's sealed values: nothing sealed
 is ever in a workspace sandbox (verifiers.live lays out public files only), so all it can
@@ -12,9 +15,8 @@ print comes from the public lane or the agent itself — and a ``<redacted>`` in
 string the agent printed would tell it that the string is sealed (an oracle for hidden
 answers). The trajectory shows it to the run's owner, who sees the agent's candidates too.
 
-When the episode ends its candidate is collected here — the snapshot's files for a terminal
-task, the diff against the base commit for a repository — checked against the contract's
-surfaces, recorded through the run's pipeline, and the folder is destroyed.
+Once the episode has ended, a worker collects its candidate from the workspace and destroys
+the folder: episodes.live_collection, which sits above this module and episodes.services.
 """
 
 from __future__ import annotations
@@ -25,7 +27,7 @@ import secrets
 import stat
 import time
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 from pathlib import Path
 from typing import Any
 
@@ -33,33 +35,22 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from episodes import lifecycle, objectives, wire
-from episodes.actions import STALE_HEARTBEAT_SECONDS
+from episodes import objectives, wire
 from episodes.budgets import episode_budgets
 from episodes.models import Episode, EpisodeStatus, Step, StepState
-from episodes.progress import StepProgress, episode_still_wants
-from episodes.tools import BASH, LIST_FILES, READ_FILE, WORKSPACE_KINDS, WRITE_FILE
+from episodes.progress import STALE_HEARTBEAT_SECONDS, StepProgress, episode_still_wants
+from episodes.tools import BASH, LIST_FILES, READ_FILE, WRITE_FILE
+from job_queue import send_job
 from packs.selectors import evaluator_task_lanes
 from runs.pipeline import worker_sandbox
-from runs.services import LiveRefusal, run_record_live_candidate
 from verifiers import live
-from verifiers.contract_check import ContractViolation, candidate_violations
-from verifiers.families import FAMILIES
 from verifiers.sandbox import Sandbox, SandboxUnavailable
-from verifiers.task import Candidate, TaskLanes
-from verifiers.verdict import Reason
+from verifiers.task import TaskLanes
 
 logger = logging.getLogger(__name__)
 # A reset or an ending waits this long for the episode's running action to stop (its
 # watcher kills it within a second; a dead worker's step is past its heartbeat by then).
 QUIET_SECONDS = 15.0
-# The reaper sends a lost collection again after this, and gives up (missing candidate)
-# after the second.
-COLLECT_RETRY_SECONDS = 60
-COLLECT_GIVE_UP_SECONDS = 600
-WORKSPACE_FAMILIES = tuple(
-    name for name, spec in FAMILIES.items() if spec.candidate_kind in WORKSPACE_KINDS
-)
 
 
 # --- where a workspace lives -----------------------------------------------------------------
@@ -193,7 +184,7 @@ def run_step(step: Step) -> StepResult:
     if why:
         return StepResult(_stopped(step, why, tool_call_id))
     if step.method == "cube/reset":
-        _await_quiet(episode.pk, except_step=step.pk)
+        await_quiet(episode.pk, except_step=step.pk)
     try:
         with StepProgress(step, still_wanted=wanted) as progress:
             result = _dispatch(context, progress)
@@ -340,7 +331,7 @@ def _stopped(step: Step, why: str, tool_call_id: str | None) -> dict[str, Any]:
     )
 
 
-def _await_quiet(episode_id: int, *, except_step: int | None) -> bool:
+def await_quiet(episode_id: int, *, except_step: int | None) -> bool:
     """Wait until no other action of the episode runs (a live one is being stopped by its
     watcher); a step whose worker stopped beating is not waited for."""
     deadline = time.monotonic() + QUIET_SECONDS
@@ -363,175 +354,33 @@ def after_step(step: Step, result: StepResult) -> None:
     stands). Called by the worker before the step is marked done, so that whoever reads the
     finished step finds the episode already ending."""
     if result.truncated:
-        lifecycle.episode_finish(
-            Episode.objects.get(pk=step.episode_id),
-            ending=EpisodeStatus.TRUNCATED,
-            note=result.end_note,
-        )
+        workspace_end(step.episode_id, ending=EpisodeStatus.TRUNCATED, note=result.end_note)
 
 
-# --- the ending: the candidate, its surfaces, the record ----------------------------------
+# --- the ending ------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Collected:
-    candidate: Candidate | None
-    changed: list[str]
-    notes: list[str]
-
-
-def workspace_collect(episode_id: int) -> bool:
-    """Build the ended episode's candidate from its workspace and record it (once); then
-    destroy the workspace. False when there was nothing to do or it must be tried again."""
-    episode = Episode.objects.select_related("task", "episode_run__run__contract_version").get(
-        pk=episode_id
-    )
-    if episode.status != EpisodeStatus.SCORING or episode.result_id is not None:
-        destroy_workspace(episode)
-        return False
-    _await_quiet(episode.pk, except_step=None)
-    try:
-        collected = _collected(episode)
-    except (SandboxUnavailable, live.LiveWorkspaceError):
-        logger.warning("episode %s: workspace not collected", episode.pk, exc_info=True)
-        return False  # the reaper sends the collection again (and gives up in the end)
-    _record(episode, collected)
-    destroy_workspace(episode)
-    from episodes import services  # noqa: PLC0415 - services imports lifecycle
-
-    services.episode_run_close_if_collected(episode.episode_run_id)
+def workspace_end(episode_id: int, *, ending: str, note: str) -> bool:
+    """End a workspace episode: no more steps, its running action is stopped (its worker
+    sees the ending), and a worker collects the candidate from the workspace, records it
+    and destroys the workspace. False if it had already ended."""
+    with transaction.atomic():
+        locked = Episode.objects.select_for_update().get(pk=episode_id)
+        if locked.status != EpisodeStatus.OPEN:
+            return False
+        now = timezone.now()
+        locked.ending = ending
+        locked.end_note = note[:300]
+        locked.ended_at = now
+        start = locked.first_reset_at
+        locked.wall_seconds = (now - start).total_seconds() if start else 0.0
+        locked.status = EpisodeStatus.SCORING
+        locked.save(update_fields=["ending", "end_note", "ended_at", "wall_seconds", "status"])
+        transaction.on_commit(lambda: send_collect(locked.pk), robust=True)
     return True
 
 
-def _collected(episode: Episode) -> Collected:
-    folder = folder_of(episode)
-    if folder is None or not (folder / live.layout.SNAPSHOT).is_file():
-        return Collected(None, [], ["the workspace was never laid out"])
-    lanes = evaluator_task_lanes(episode.task)
-    inner = worker_sandbox()
-    if inner is None:
-        raise SandboxUnavailable("no sandbox on this worker")
-    ws = workspace_of(episode, lanes, inner.name)
-    if episode.task.family == "repo_patch":
-        patch, changed = live.repo_diff(inner, ws, lanes)
-        candidate = Candidate.of_patch(patch) if patch.strip() else None
-        return Collected(candidate, list(changed), [])
-    candidate, notes = live.workspace_candidate(ws)
-    return Collected(candidate, live.changed_paths(ws), list(notes))
-
-
-def _record(episode: Episode, collected: Collected) -> None:
-    contract = episode.episode_run.run.contract_version.contract or {}
-    refusal = None
-    violations: list[ContractViolation] = []
-    if collected.candidate is not None:
-        # The live workspace knows exactly which paths changed (its seed files are not
-        # changes); required_outputs are looked for in the whole collected candidate.
-        violations = candidate_violations(
-            contract, episode.task.family, collected.candidate, changed_paths=collected.changed
-        )
-    if violations:
-        refusal = LiveRefusal(
-            reason=Reason.CONTRACT_VIOLATION,
-            details={
-                "contract_violations": [violation.as_dict() for violation in violations],
-                "changed_paths": len(collected.changed),
-            },
-        )
-    with transaction.atomic():
-        locked = Episode.objects.select_for_update().select_related("episode_run__run", "task")
-        locked = locked.get(pk=episode.pk)
-        if locked.status != EpisodeStatus.SCORING or locked.result_id is not None:
-            return
-        usage = {"wall_seconds": round(locked.wall_seconds or 0.0, 3)}
-        usage["steps"] = float(locked.step_count)
-        result = run_record_live_candidate(
-            locked.episode_run.run, locked.task, collected.candidate, usage=usage, refusal=refusal
-        )
-        locked.result = result
-        locked.candidate_kind = collected.candidate.kind if collected.candidate else ""
-        locked.candidate_text = _candidate_text(collected)
-        if refusal is not None:
-            broken = "; ".join(violation.message for violation in violations)
-            note = f"contract violation: {broken}"
-            locked.end_note = (f"{locked.end_note}; {note}" if locked.end_note else note)[:300]
-        lifecycle.copy_verdict(locked, result)
-        locked.save()
-
-
-def _candidate_text(collected: Collected) -> str:
-    candidate = collected.candidate
-    if candidate is None:
-        return ""
-    if candidate.kind == "patch":
-        return candidate.text
-    return "\n".join(sorted(candidate.files))  # a workspace: its files, by path
-
-
-def collect_give_up(episode: Episode) -> None:
-    """A collection that never succeeded: the episode is scored with no candidate."""
-    _record(episode, Collected(None, [], ["the workspace could not be collected"]))
-    destroy_workspace(episode)
-
-
-# --- the reaper's part -----------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class WorkspaceReapReport:
-    collections_resent: int
-    collections_given_up: int
-    folders_removed: int
-
-
-def workspaces_reap(*, now: datetime | None = None) -> WorkspaceReapReport:
-    """Collections that were lost are sent again (or given up); folders of ended episodes
-    left behind (a worker died mid-step, a late step wrote after the end) are removed."""
-    from episodes import services  # noqa: PLC0415 - services imports lifecycle
-
-    now = now or timezone.now()
-    stuck = Episode.objects.filter(
-        status=EpisodeStatus.SCORING,
-        result__isnull=True,
-        task__family__in=WORKSPACE_FAMILIES,
-        ended_at__lt=now - timedelta(seconds=COLLECT_RETRY_SECONDS),
-    ).select_related("task", "episode_run__run__contract_version")
-    resent = given_up = 0
-    for episode in stuck:
-        if episode.ended_at and episode.ended_at < now - timedelta(seconds=COLLECT_GIVE_UP_SECONDS):
-            collect_give_up(episode)
-            services.episode_run_close_if_collected(episode.episode_run_id)
-            given_up += 1
-        elif lifecycle.send_collect(episode.pk):
-            resent += 1
-    return WorkspaceReapReport(resent, given_up, _remove_leftover_folders())
-
-
-def _remove_leftover_folders() -> int:
-    root = workspace_root()
-    if not root.is_dir():
-        return 0
-    names = {entry.name: entry for entry in root.iterdir() if not entry.name.startswith(".")}
-    if not names:
-        return 0
-    keep = set(
-        Episode.objects.filter(workspace_folder__in=list(names))
-        .filter(status=EpisodeStatus.OPEN)
-        .values_list("workspace_folder", flat=True)
-    )
-    # Ended but not yet collected: the collection still needs the snapshot.
-    keep |= set(
-        Episode.objects.filter(
-            workspace_folder__in=list(names), status=EpisodeStatus.SCORING, result__isnull=True
-        ).values_list("workspace_folder", flat=True)
-    )
-    removed = 0
-    for name, entry in names.items():
-        if name in keep:
-            continue
-        try:
-            live.destroy(entry)
-            removed += 1
-        except OSError:
-            logger.warning("could not remove the workspace folder %s", entry, exc_info=True)
-    return removed
+def send_collect(episode_id: int) -> bool:
+    """Queue the collection of an ended episode's workspace (the reaper sends it again if
+    this message is lost)."""
+    return send_job("episodes.collect_workspace", episode_id)

@@ -1,4 +1,4 @@
-"""/health/ for reviewers and admins: queues with their oldest waiting item, a stalled queue
+"""/operations/ for reviewers and admins: queues with their oldest waiting item, a stalled queue
 named as such, running results with their leases, workers by heartbeat, failure reasons of
 the last day and the evaluations open longest; refreshed in place."""
 
@@ -8,6 +8,7 @@ from datetime import timedelta
 
 import pytest
 from django.test import Client
+from django.urls import reverse
 from django.utils import timezone
 
 from operations.models import WorkerBeat
@@ -17,7 +18,7 @@ from tests.operations.support import TASKS, quiz, scored, submit, submitted_ago
 
 pytestmark = pytest.mark.django_db
 
-URL = "/health/"
+URL = "/operations/"
 
 
 def signed_in(*roles: str, superuser: bool = False) -> Client:
@@ -44,9 +45,22 @@ def test_the_page_is_for_reviewers_and_admins_only(roles):
 def test_reviewers_and_admins_see_it_and_its_link(db):
     for client in (signed_in("reviewer"), signed_in(superuser=True)):
         page = client.get("/")
-        assert 'href="/health/"' in page.content.decode()
+        assert 'href="/operations/">Operations</a>' in page.content.decode()
         assert client.get(URL).status_code == 200
-    assert 'href="/health/"' not in signed_in("submitter").get("/").content.decode()
+    assert 'href="/operations/"' not in signed_in("submitter").get("/").content.decode()
+
+
+def test_the_old_address_redirects_permanently_and_the_probes_stay(db):
+    # /health/ was the page's address: bookmarks land on /operations/, which still asks for
+    # a sign-in and the role; the load balancer's probes keep their standard paths.
+    for client in (Client(), signed_in("submitter"), signed_in("reviewer")):
+        response = client.get("/health/")
+        assert response.status_code == 301
+        assert response["Location"] == URL
+    chain = Client().get("/health/", follow=True).redirect_chain
+    assert chain == [(URL, 301), (f"{reverse('login')}?next={URL}", 302)]
+    assert Client().get("/health/live").status_code == 200
+    assert Client().get("/health/ready").status_code in (200, 503)  # answered, not moved
 
 
 def test_waiting_work_with_no_worker_is_shown_stalled(broker, make_pack):

@@ -1,30 +1,27 @@
-"""Materialising untrusted workspaces and trusted task files into host scratch folders.
+"""A verification's host scratch folders: a candidate's untrusted workspace and the trusted
+task files (public assets, evaluation files) laid out where a sandbox will mount them.
 
 Everything lands in a folder we just created (``tempfile``), so no symlink can pre-exist;
 files are created with ``O_CREAT | O_EXCL | O_NOFOLLOW`` and only the executable bit of a
 candidate's mode is kept. Paths must be safe relative posix paths.
+
+The families that verify a workspace (terminal_task, repo_patch) and the live workspaces of
+their episodes (verifiers.live) lay out public assets by the same rules, kept here.
 """
 
 from __future__ import annotations
 
-import hmac
-import json
 import os
-import secrets
 import shutil
 import stat
 from collections.abc import Iterable, Iterator, Mapping
 from pathlib import Path
 from typing import Any
 
-from verifiers.redaction import output_secrets
-from verifiers.sandbox.base import Mount, SandboxResult
-from verifiers.sandbox.standins import PYLIB_DIR as PYLIB_DIR
-from verifiers.sandbox.standins import Standins
-from verifiers.sandbox.standins import pylib_mounts as pylib_mounts
 from verifiers.task import TaskFile, TaskLanes, WorkspaceFile
-from verifiers.trusted_files import staged
-from verifiers.verdict import Reason, cap_text, scrub
+
+WORKSPACE_ROOT = "/workspace"  # where public assets land (spec §5.5)
+DEFAULT_WORKDIR = WORKSPACE_ROOT  # terminal_task's workspace when environment.workdir is unset
 
 MAX_WORKSPACE_FILES = 20_000
 MAX_WORKSPACE_BYTES = 1024 * 1024 * 1024
@@ -194,87 +191,19 @@ def remove_path(root: Path, relative: str) -> None:
         shutil.rmtree(target)
 
 
-# --- trusted runner plumbing (shared by repo_patch and terminal_task) -----------------------
-
-RUNNER_DIR = "/opt/securebench/runner"
-FRAME_PREFIX = b"SECUREBENCH-FRAME "
-_RUNNER_FILES = ("repo_runner.py", "terminal_runner.py")
-# The site's pytest for sandboxes whose interpreter has none (PYLIB_DIR, pylib_mounts) is
-# part of the bwrap stand-ins for a pack's image (verifiers.sandbox.standins); both are
-# imported above under their own names, so trusted_files.stage_all still finds them here.
-
-
-def runner_mounts() -> tuple[Mount, ...]:
-    # Staged copies: the checkout itself may be unreachable for the sandbox uid.
-    here = Path(__file__).resolve().parent / "families"
-    return tuple(Mount(staged(here / name), f"{RUNNER_DIR}/{name}") for name in _RUNNER_FILES)
+def assets_by_access(task: TaskLanes) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Asset descriptors split by their effective read_only (the manifest default applies)."""
+    defaults = task.metadata.get("asset_defaults")
+    default = defaults.get("read_only", True) if isinstance(defaults, dict) else True
+    descriptors = [d for d in task.public.get("assets") or [] if isinstance(d, dict)]
+    read_only = [{**d, "read_only": True} for d in descriptors if d.get("read_only", default)]
+    writable = [d for d in descriptors if not d.get("read_only", default)]
+    return read_only, writable
 
 
-def new_nonce() -> str:
-    return secrets.token_hex(16)
-
-
-def read_frame(stdout: bytes, nonce: str) -> tuple[dict[str, Any] | None, str | None]:
-    """The runner's one frame, or why there is none (stdout must hold nothing else)."""
-    lines = [line for line in stdout.split(b"\n") if line.strip()]
-    if not lines:
-        return None, "missing"
-    if len(lines) != 1 or not lines[0].startswith(FRAME_PREFIX):
-        return None, "forged"
-    try:
-        frame = json.loads(lines[0][len(FRAME_PREFIX) :].decode("utf-8"))
-    except (UnicodeDecodeError, ValueError):
-        return None, "forged"
-    if not isinstance(frame, dict) or not hmac.compare_digest(str(frame.get("nonce", "")), nonce):
-        return None, "forged"
-    return frame, None
-
-
-def limit_reason(result: SandboxResult) -> str | None:
-    """The failure reason of a run that hit a sandbox limit (None if none was hit)."""
-    if result.timed_out:
-        return Reason.TIMEOUT
-    if result.memory_exceeded:
-        return Reason.MEMORY_LIMIT
-    if result.output_exceeded:
-        return Reason.OUTPUT_LIMIT
-    if result.process_limit:
-        return Reason.PROCESS_LIMIT
-    return None
-
-
-MIN_EVAL_SECRET_LENGTH = 12
-
-
-def log_secrets(task: TaskLanes) -> list[str]:
-    """What to scrub from stored logs: every hidden string, and the longer evaluation-input
-    strings (short ones such as "pytest" or "tests" would mangle every log line; the
-    verifier sandbox, where these logs come from, may see evaluation inputs anyway), less
-    the strings the agent was shown too (verifiers.redaction)."""
-    return output_secrets(task, min_input_length=MIN_EVAL_SECRET_LENGTH)
-
-
-def sandbox_fields(result: SandboxResult, secrets_: Iterable[str] = ()) -> dict[str, Any]:
-    """Verdict keyword arguments describing the run (capped, scrubbed output)."""
-    secret_list = list(secrets_)
-    return {
-        "stdout": scrub(cap_text(result.stdout.decode("utf-8", "replace"), 64_000), secret_list),
-        "stderr": scrub(cap_text(result.stderr.decode("utf-8", "replace"), 64_000), secret_list),
-        "duration_seconds": result.duration_seconds,
-        "sandbox_backend": result.backend,
-        "sandbox_image": result.image,
-    }
-
-
-STANDINS_DETAIL = "sandbox_standins"  # shown on the result page beside the sandbox backend
-
-
-def notes_details(result: SandboxResult, standins: Standins) -> dict[str, Any]:
-    """The run's notes for a verdict's details: the sandbox's own, then which host tools
-    stood in for the task's image (bwrap), also under their own key for the result page.
-
-    Stand-in notes come from trusted code only (the public image name, host tool versions)."""
-    details: dict[str, Any] = {"notes": [*result.notes, *standins.notes]}
-    if standins.notes:
-        details[STANDINS_DETAIL] = list(standins.notes)
-    return details
+def open_up(folder: Path) -> None:
+    """Make a scratch tree readable by the sandbox's unprivileged uid (read-only mounts)."""
+    for path in [folder, *folder.rglob("*")]:
+        if path.is_symlink():
+            continue
+        path.chmod(0o755 if path.is_dir() or path.stat().st_mode & 0o111 else 0o644)

@@ -50,7 +50,7 @@ from verifiers.live.tarball import (
 from verifiers.sandbox.base import MiB, Sandbox
 from verifiers.sandbox.capture import looks_like_alloc_failure
 from verifiers.task import Candidate, TaskLanes
-from verifiers.workspace import new_nonce
+from verifiers.trusted_runner import new_nonce
 
 FLOOD_FACTOR = 1024  # output past this many times output_bytes kills the command
 SEED_MAX_FILES = 200_000  # entries a repository baked into an image may have
