@@ -25,7 +25,7 @@ run: venv system-run
 	$(START_WORKER); \
 	$(MANAGE) runserver $(HOST):$(PORT) --noreload
 
-# The production web server (README "Production"): migrations, static files collected into
+# The production web server (docs/operators.md, "Web hosts"): migrations, static files collected into
 # STATIC_ROOT (the data folder's static/ by default), then gunicorn with deploy/gunicorn.conf.py.
 # Settings come from the environment: SECRET_KEY, ALLOWED_HOSTS, DATABASE_URL, CELERY_BROKER_URL.
 serve: venv
@@ -120,7 +120,7 @@ apt:
 	$(SUDO) apt-get update -qq
 	DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $(PACKAGES)
 
-# The Docker side of the sandboxes (README "Sandboxes"): an engine, the crun and gVisor (runsc)
+# The Docker side of the sandboxes (docs/security.md, "Sandbox backends"): an engine, the crun and gVisor (runsc)
 # runtimes registered with it, and a local image with python, pytest, git and patch, built
 # without a registry. SANDBOX_IMAGE names the tag; RUNTIMES= (empty) skips the runtimes.
 sandbox-image:

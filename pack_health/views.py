@@ -13,7 +13,6 @@ from typing import Any
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -26,6 +25,7 @@ from pack_health.models import HealthReport, ReportStatus, Severity
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.models import ContractVersion, VersionState
+from packs.pagination import paginate
 from runs import privileged, rendering
 from runs.models import AuditAction
 from verifiers.pack_findings import CHECKS
@@ -95,7 +95,7 @@ def _page_context(
         severity = severity if severity in Severity.values else ""
         check = check if check in CHECKS else ""
         findings = selectors.report_findings(report, severity=severity, check=check)
-        page = Paginator(findings, FINDINGS_PER_PAGE).get_page(request.GET.get("page"))
+        page = paginate(request, findings, FINDINGS_PER_PAGE)
         context |= {
             "page": page,
             "severity": severity,

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
@@ -15,6 +14,7 @@ from packs import access, selectors
 from packs.diff import version_diff
 from packs.diff_rules import MAX_CHANGED_CHARS, MIN_SIMILARITY
 from packs.models import ContractVersion, Pack
+from packs.pagination import paginate
 
 CHANGED_TASKS_PER_PAGE = 50
 # Added and removed task ids shown on the page (the API lists them all).
@@ -86,10 +86,9 @@ def version_compare(request: HttpRequest, pack_id: str) -> HttpResponse:
     if choice.old is None or choice.new is None:
         return render(request, "packs/version_diff.html", context)
     diff = version_diff(choice.old, choice.new)
-    pager = Paginator(diff.tasks_changed, CHANGED_TASKS_PER_PAGE)
     context |= {
         "diff": diff,
-        "page": pager.get_page(request.GET.get("page")),
+        "page": paginate(request, diff.tasks_changed, CHANGED_TASKS_PER_PAGE),
         "added": diff.tasks_added[:LISTED_TASK_IDS],
         "removed": diff.tasks_removed[:LISTED_TASK_IDS],
         "more_added": max(0, len(diff.tasks_added) - LISTED_TASK_IDS),

@@ -12,7 +12,6 @@ from __future__ import annotations
 from django.conf import settings
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied
-from django.core.paginator import Paginator
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -22,6 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.models import ContractVersion, Pack
+from packs.pagination import paginate
 from runs import access, privileged, rendering, selectors
 from runs.forms import AuditFilterForm
 from runs.models import AuditAction, AuditEvent, CandidateOrigin, TaskResult
@@ -200,7 +200,7 @@ def audit_log(request: HttpRequest) -> HttpResponse:
         events = events.filter(created_at__date__gte=filters["since"])
     if "until" in filters:
         events = events.filter(created_at__date__lte=filters["until"])
-    page = Paginator(events, AUDIT_EVENTS_PER_PAGE).get_page(request.GET.get("page"))
+    page = paginate(request, events, AUDIT_EVENTS_PER_PAGE)
     context = {
         "form": form,
         "page": page,

@@ -1,5 +1,5 @@
-"""The deploy/ folder says what the README's "Production" section says: its services run the
-Makefile's own targets, and every setting it names is one the site reads (a typo in an
+"""The deploy/ folder says what the operators' guide's "Production" section says: its services
+run the Makefile's own targets, and every setting it names is one the site reads (a typo in an
 environment variable is silently ignored by everything, so it is caught here)."""
 
 from __future__ import annotations

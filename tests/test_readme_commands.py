@@ -43,7 +43,7 @@ SKIPPED_BY_DESIGN = {
 LITERAL_WORDS = frozenset({"WARNING"})
 # Named by issue 11: if the extraction stops finding these, it is broken, not the README.
 EXPECTED_SUBCOMMANDS = frozenset({"import_pack", "submit_run", "drf_create_token", "check"})
-# What the README says `check --deploy` needs (Production settings): SECRET_KEY and
+# What the operators' guide says `check --deploy` needs (HTTPS and sign-in): SECRET_KEY and
 # ALLOWED_HOSTS, nothing else.
 PRODUCTION_KEY = "k3Q9-production-like-secret-for-the-readme-commands-only-x7Vb2mZpR4tN8wYe"
 PRODUCTION_ENV = {"SECRET_KEY": PRODUCTION_KEY, "ALLOWED_HOSTS": "bench.example.org"}

@@ -84,7 +84,7 @@ class LiveSite:
         printed = self.manage("shell", "-c", code)
         return json.loads(printed.strip().splitlines()[-1])
 
-    # --- the run API (README "Run API") ---
+    # --- the run API (docs/agents.md "Run API") ---
 
     def run(self, run_id: int) -> dict[str, Any]:
         response = self.api.get(f"/runs/{run_id}/")
