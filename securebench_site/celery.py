@@ -8,8 +8,11 @@ import os
 from celery import Celery
 from celery.signals import worker_init, worker_process_shutdown
 
+from operations import worker_control  # noqa: F401 - registers the "pull now" control command
+from operations.heartbeat import Heartbeat
 from securebench_site import broker  # noqa: F401 - registers the safe filesystem transport
 from verifiers.sandbox import SandboxUnavailable
+from verifiers.sandbox.docker_pool import drain_process_pool
 from verifiers.staging import stage_all
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "securebench_site.settings")
@@ -20,17 +23,8 @@ app = Celery("securebench_site")
 app.config_from_object("django.conf:settings", namespace="CELERY")
 # Each app's background jobs are in its `jobs` module (`tasks` would read as the benchmark tasks).
 app.autodiscover_tasks(related_name="jobs")
-
-
-def _add_heartbeat() -> None:
-    # Imported late: the step's module reads Django models, and Django is set up by then.
-    from operations import worker_control  # noqa: F401, PLC0415 - registers "pull now"
-    from operations.heartbeat import Heartbeat  # noqa: PLC0415
-
-    app.steps["worker"].add(Heartbeat)
-
-
-_add_heartbeat()
+# Each worker writes a heartbeat (operations.heartbeat reads its models only once it runs).
+app.steps["worker"].add(Heartbeat)
 
 
 @app.on_after_configure.connect
@@ -58,6 +52,4 @@ def _drain_container_pool(**kwargs: object) -> None:
     # A pool process ends through billiard's own exit path, which skips `atexit`: its idle
     # containers (verifiers.sandbox.docker_pool) are removed here, on a warm or cold shutdown.
     # A SIGKILLed process leaves them to the stale-container janitor.
-    from verifiers.sandbox.docker_pool import drain_process_pool  # noqa: PLC0415
-
     drain_process_pool()
