@@ -66,7 +66,7 @@ TEXT_TARGET_MS, RUN_PYTHON_TARGET_MS, ORACLE_TARGET_RATIO = 50.0, 150.0, 2.0
 
 
 def open_episode_run(site: Site, pack: str, *, oracle: bool = False) -> tuple[int, str]:
-    """(run id, benchmark URL) of a new episode run, opened the way the README shows."""
+    """(run id, benchmark URL) of a new episode run, opened the way the agents guide shows."""
     args = ["open_episode_run", "--pack", pack, "--agent", "bench", "--base-url", site.url]
     printed = site.manage(*args, *(["--oracle"] if oracle else []), "--json").stdout
     opened = json.loads(printed.strip().splitlines()[-1])

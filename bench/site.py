@@ -31,19 +31,24 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
-class SiteProcess:
-    """`make run` (or another target: `serve`) in a process group of its own, with its output
-    collected line by line."""
+def _names_celery(pid: int) -> bool:
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return any(b"celery" in part for part in command[:2])
 
-    def __init__(
-        self, data_dir: Path, port: int, *, env: dict[str, str] | None = None, target: str = "run"
-    ) -> None:
-        # A newcomer's shell: none of the caller's own database, broker or settings.
-        self.env = django_env(data_dir) | (env or {})
+
+class CollectedProcess:
+    """A command in a session (and process group) of its own, its output collected line by
+    line: `make run` here, a printed command line in the docs' tests."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]) -> None:
+        self.env = env
         self.process = subprocess.Popen(
-            ["make", "--no-print-directory", target, f"PORT={port}"],
+            argv,
             cwd=REPO_ROOT,
-            env=self.env,
+            env=env,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             text=True,
@@ -69,24 +74,38 @@ class SiteProcess:
             if self.process.poll() is not None:
                 break
             time.sleep(0.2)
-        raise AssertionError(f"`make run` never printed {pattern!r}:\n{self.output()[-4000:]}")
+        command = " ".join(self.process.args)
+        raise AssertionError(f"`{command}` never printed {pattern!r}:\n{self.output()[-4000:]}")
+
+    def session_pids(self) -> list[int]:
+        """Every process still in this command's session (what it started, however deep)."""
+        pids = []
+        for entry in Path("/proc").iterdir():
+            if entry.name.isdigit():
+                with contextlib.suppress(OSError, ProcessLookupError):
+                    if os.getsid(int(entry.name)) == self.process.pid:
+                        pids.append(int(entry.name))
+        return pids
+
+
+class SiteProcess(CollectedProcess):
+    """`make run` (or another target: `serve`) in a process group of its own, with its output
+    collected line by line."""
+
+    def __init__(
+        self, data_dir: Path, port: int, *, env: dict[str, str] | None = None, target: str = "run"
+    ) -> None:
+        # A newcomer's shell: none of the caller's own database, broker or settings.
+        super().__init__(
+            ["make", "--no-print-directory", target, f"PORT={port}"],
+            django_env(data_dir) | (env or {}),
+        )
 
     def worker_pids(self) -> list[int]:
         """The Celery worker processes (main and pool children, of both workers: verifications
         and episodes' actions) of this `make run` only: the processes of its session whose
         command line names celery."""
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if not entry.name.isdigit():
-                continue
-            try:
-                session = os.getsid(int(entry.name))
-                command = (entry / "cmdline").read_bytes().split(b"\0")
-            except (OSError, ProcessLookupError):
-                continue
-            if session == self.process.pid and any(b"celery" in part for part in command[:2]):
-                pids.append(int(entry.name))
-        return pids
+        return [pid for pid in self.session_pids() if _names_celery(pid)]
 
     def pause_worker(self) -> list[int]:
         """Freeze the worker (SIGSTOP), so that a caller can read a run while it is queued."""

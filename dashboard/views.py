@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.contrib.auth.decorators import login_not_required
 from django.db.models import Sum
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
@@ -58,15 +59,17 @@ def _catalogue(user: Any) -> dict[str, Any]:
     }
 
 
+# The guides are the project's own documentation, the same text as the repository's docs/:
+# open to anyone, signed in or not, so a newcomer can read them before an account exists.
 @require_GET
-@pack_access.browse_view
+@login_not_required
 def guide_index(request: HttpRequest) -> HttpResponse:
     """The guides of docs/, one per reader."""
     return render(request, "dashboard/guides.html", {"guides": guides.all_guides()})
 
 
 @require_GET
-@pack_access.browse_view
+@login_not_required
 def guide_page(request: HttpRequest, name: str) -> HttpResponse:
     """One guide, rendered, with its sections listed beside it (404 for any other name)."""
     found = guides.guide(name)

@@ -294,7 +294,9 @@ class CandidateLineDoc(serializers.Serializer):
         "below the contract's budgets.attempts when set.",
     )
     candidate = serializers.DictField(
-        help_text='{"kind": "text"|"code"|"patch"|"workspace", ...} (see README: bundle format)'
+        help_text=(
+            '{"kind": "text"|"code"|"patch"|"workspace", ...} (see /docs/agents/#bundle-format)'
+        )
     )
     usage = serializers.DictField(required=False, child=serializers.FloatField(min_value=0))
 

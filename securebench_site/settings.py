@@ -102,9 +102,10 @@ def _generated_secret_key(path: Path) -> str:
 def _secret_key() -> tuple[str, bool]:
     """The key and whether it is the generated one. A key is generated only where no other
     process can depend on it: with DEBUG on, or on the embedded defaults (no DATABASE_URL),
-    so that the README's `manage.py` commands work in a fresh clone without exporting
-    anything. Production (DATABASE_URL set, DEBUG off) must bring its own key; the deploy
-    check (securebench_site.checks) warns about a generated one wherever it is in use."""
+    so that the `manage.py` commands of the README and the guides work in a fresh clone
+    without exporting anything. Production (DATABASE_URL set, DEBUG off) must bring its own
+    key; the deploy check (securebench_site.checks) warns about a generated one wherever it is
+    in use."""
     given = _given_secret_key()
     if given:
         return given, False

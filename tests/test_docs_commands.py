@@ -17,7 +17,6 @@ import shlex
 import signal
 import sqlite3
 import subprocess
-import threading
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +24,9 @@ from pathlib import Path
 import pytest
 
 from bench.common import django_env, manage
+from bench.site import CollectedProcess
 from tests.conftest import REPO_ROOT
+from tests.test_layers import PACKAGES
 from tests.test_readme_commands import newcomer_env
 
 DOCUMENTS = (REPO_ROOT / "README.md", *sorted((REPO_ROOT / "docs").glob("*.md")))
@@ -290,45 +291,11 @@ def printed_worker_lines() -> list[str]:
     return sorted(line for line in all_printed() if line.startswith("make worker"))
 
 
-class Worker:
+class Worker(CollectedProcess):
     """A printed line run in a shell of its own session, its output collected."""
 
     def __init__(self, line: str, env: dict[str, str]) -> None:
-        self.process = subprocess.Popen(
-            ["bash", "-c", line],
-            cwd=REPO_ROOT,
-            env=env,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            text=True,
-            start_new_session=True,
-        )
-        self.lines: list[str] = []
-        threading.Thread(target=self._collect, daemon=True).start()
-
-    def _collect(self) -> None:
-        assert self.process.stdout is not None
-        self.lines.extend(self.process.stdout)
-
-    def output(self) -> str:
-        return "".join(self.lines)
-
-    def wait_for(self, pattern: str) -> None:
-        deadline = time.monotonic() + SECONDS
-        while time.monotonic() < deadline and self.process.poll() is None:
-            if re.search(pattern, self.output()):
-                return
-            time.sleep(0.2)
-        raise AssertionError(f"never printed {pattern!r}:\n{self.output()[-4000:]}")
-
-    def session_pids(self) -> list[int]:
-        pids = []
-        for entry in Path("/proc").iterdir():
-            if entry.name.isdigit():
-                with contextlib.suppress(OSError):
-                    if os.getsid(int(entry.name)) == self.process.pid:
-                        pids.append(int(entry.name))
-        return pids
+        super().__init__(["bash", "-c", line], env)
 
     def stop(self) -> None:
         """Ctrl-C as a person would (the Makefile's trap stops the worker warmly); whatever
@@ -356,7 +323,7 @@ def test_a_printed_make_worker_line_starts_a_worker(line: str, tmp_path: Path):
     queues = named.get("WORKER_QUEUES", "text,sandbox,actions").split(",")
     worker = Worker(line, django_env(data_dir))
     try:
-        worker.wait_for(r"celery@\S+ ready")
+        worker.wait_for(r"celery@\S+ ready", SECONDS)
         deadline = time.monotonic() + SECONDS
         while not heartbeats(data_dir) and time.monotonic() < deadline:
             time.sleep(0.5)
@@ -378,17 +345,7 @@ def test_a_printed_make_worker_line_starts_a_worker(line: str, tmp_path: Path):
 # --- the operators' guide and the settings ------------------------------------------------------
 
 # Where the site reads its environment: settings, the apps, the sandboxes, gunicorn's config.
-SOURCES = (
-    "securebench_site",
-    "dashboard",
-    "operations",
-    "episodes",
-    "pack_health",
-    "runs",
-    "packs",
-    "verifiers",
-    "job_queue",
-)
+SOURCES = tuple(package for package in PACKAGES if package != "bench")
 READ = re.compile(
     r"""(?:env_(?:str|bool|int|list)\(|environ\.get\(|getenv\(|_ENV\s*=\s*)\s*"([A-Z][A-Z0-9_]+)\""""
 )
