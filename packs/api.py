@@ -187,6 +187,29 @@ class PublicFileApi(APIView):
         return public_file_response(cv, path)
 
 
+class ProblemSerializer(serializers.Serializer):
+    file = serializers.CharField(help_text="pack-relative file name, or 'upload'")
+    line = serializers.IntegerField(allow_null=True, help_text="1-based, when known")
+    field = serializers.CharField(allow_null=True, help_text='dotted path, e.g. "eval.answer"')
+    message = serializers.CharField()
+    excerpt = serializers.CharField(allow_null=True, help_text="the offending text, when known")
+    column = serializers.IntegerField(allow_null=True, help_text="1-based, in the excerpt")
+
+
+class UploadRejectedSerializer(serializers.Serializer):
+    """Either form errors (`errors`) or the pack's problems (every other field)."""
+
+    errors = serializers.DictField(required=False, help_text="form field -> errors")
+    detail = serializers.CharField(required=False, help_text="one line: the count, the first")
+    problems = ProblemSerializer(
+        many=True, required=False, help_text="every problem found, up to the cap, in file order"
+    )
+    problem_count = serializers.IntegerField(required=False, help_text="all problems found")
+    more_problems = serializers.IntegerField(
+        required=False, help_text="problems found past the cap, not in `problems`"
+    )
+
+
 class PackUploadApi(APIView):
     permission_classes = [permissions.DjangoModelPermissions]
     parser_classes = [MultiPartParser]
@@ -230,7 +253,13 @@ class PackUploadApi(APIView):
         responses={
             200: OutputSerializer,
             201: OutputSerializer,
-            409: OpenApiResponse(description="This version exists with other content."),
+            400: OpenApiResponse(
+                UploadRejectedSerializer,
+                description="Form errors, or the pack's problems: nothing was stored.",
+            ),
+            409: OpenApiResponse(
+                UploadRejectedSerializer, description="This version exists with other content."
+            ),
             413: OpenApiResponse(description="The upload is over the size limit."),
         },
     )
@@ -246,20 +275,7 @@ class PackUploadApi(APIView):
             outcome = pack_import_upload(uploaded_by=request.user, **form.cleaned_data)
         except UploadRejected as rejected:
             return Response(
-                {
-                    "detail": rejected.summary,
-                    "problems": [
-                        {
-                            "file": p.file,
-                            "line": p.line,
-                            "field": p.field,
-                            "message": p.message,
-                            "excerpt": p.excerpt,
-                            "column": p.column,
-                        }
-                        for p in rejected.problems
-                    ],
-                },
+                rejected.as_json(),
                 status=status.HTTP_409_CONFLICT if rejected.conflict else 400,
             )
         cv = outcome.contract_version

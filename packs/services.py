@@ -41,6 +41,7 @@ from packs.compiler import (
     PackError,
     PackFileEntry,
     Problem,
+    more_problems_text,
     open_pack,
 )
 from packs.compiler.archive import ArchiveError, ArchiveLimits, extract_archive, find_pack_root
@@ -78,20 +79,49 @@ class PackNotMaintained(Exception):
 
 
 class UploadRejected(Exception):
-    """Bad input, in words for the uploader; nothing was stored."""
+    """Bad input, in words for the uploader; nothing was stored. ``problems`` is capped
+    (CompileLimits.max_problems); ``unlisted`` counts the problems found past the cap."""
 
-    def __init__(self, problems: list[Problem], *, conflict: bool = False) -> None:
-        super().__init__("\n".join(str(problem) for problem in problems))
+    def __init__(
+        self, problems: list[Problem], *, conflict: bool = False, unlisted: int = 0
+    ) -> None:
+        lines = [str(problem) for problem in problems]
+        if unlisted:
+            lines.append(more_problems_text(unlisted))
+        super().__init__("\n".join(lines))
         self.problems = problems
         self.conflict = conflict
+        self.unlisted = unlisted
+
+    @property
+    def total(self) -> int:
+        return len(self.problems) + self.unlisted
 
     @property
     def summary(self) -> str:
         if self.conflict:
             return self.problems[0].message
-        count = len(self.problems)
         first = str(self.problems[0])
-        return first if count == 1 else f"{count} problems; the first: {first}"
+        return first if self.total == 1 else f"{self.total} problems; the first: {first}"
+
+    def as_json(self) -> dict[str, Any]:
+        """The API's error body and ``import_pack --json``'s answer: the same for both."""
+        return {
+            "detail": self.summary,
+            "problems": [
+                {
+                    "file": p.file,
+                    "line": p.line,
+                    "field": p.field,
+                    "message": p.message,
+                    "excerpt": p.excerpt,
+                    "column": p.column,
+                }
+                for p in self.problems
+            ],
+            "problem_count": self.total,
+            "more_problems": self.unlisted,
+        }
 
 
 @contextmanager
@@ -100,7 +130,7 @@ def rejecting_bad_input() -> Iterator[None]:
     try:
         yield
     except PackError as exc:
-        raise UploadRejected(list(exc.problems)) from exc
+        raise UploadRejected(list(exc.problems), unlisted=exc.unlisted) from exc
     except ArchiveError as exc:
         raise UploadRejected(
             [Problem(file="upload", line=None, field=None, message=str(exc))]

@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from packs import access, hooks, selectors
-from packs.compiler import Problem, agent_task_json
+from packs.compiler import Problem, agent_task_json, more_problems_text
 from packs.diff import previous_version
 from packs.files import public_file_response
 from packs.forms import PackFilterForm, PackUploadForm, too_large_message
@@ -165,13 +165,17 @@ def _upload_page(
     form: PackUploadForm,
     *,
     problems: list[Problem] | None = None,
+    unlisted: int = 0,
     error: str = "",
     status: int = 200,
 ) -> HttpResponse:
     template = "packs/upload.html#upload-form" if request.htmx else "packs/upload.html"
+    problems = problems or []
     context = {
         "form": form,
-        "problems": problems or [],
+        "problems": problems,
+        "problem_total": len(problems) + unlisted,
+        "more_problems": more_problems_text(unlisted) if unlisted else "",
         "error": error,
         "max_upload": settings.SECUREBENCH_MAX_UPLOAD_BYTES,
     }
@@ -211,7 +215,9 @@ def _pack_upload_post(request: HttpRequest) -> HttpResponse:
     except UploadRejected as rejected:
         form.add_error(None, rejected.summary)
         status = 409 if rejected.conflict else 400
-        return _upload_page(request, form, problems=rejected.problems, status=status)
+        return _upload_page(
+            request, form, problems=rejected.problems, unlisted=rejected.unlisted, status=status
+        )
     cv = outcome.contract_version
     messages.success(request, outcome.message)
     url = reverse("packs:version", kwargs={"pack_id": cv.pack.pack_id, "version": cv.version})

@@ -160,6 +160,9 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Innermost but Axes's (below): the site's 404/500 pages even with DEBUG on, sent out
+    # through every middleware above.
+    "securebench_site.error_pages.ErrorPagesMiddleware",
 ]
 
 ROOT_URLCONF = "securebench_site.urls"

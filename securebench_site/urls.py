@@ -31,3 +31,9 @@ urlpatterns = [
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
 ]
+
+# The site's own error pages (JSON under /api/); with DEBUG on, ErrorPagesMiddleware gives the
+# same ones in place of Django's technical pages.
+handler400 = "securebench_site.error_pages.bad_request"
+handler404 = "securebench_site.error_pages.page_not_found"
+handler500 = "securebench_site.error_pages.server_error"

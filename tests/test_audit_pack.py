@@ -179,6 +179,17 @@ def test_an_invalid_pack_exits_3_naming_file_line_and_field(make_pack):
     assert (first["file"], first["line"]) == ("tasks.jsonl", 2)
 
 
+def test_an_invalid_pack_past_the_problem_cap_counts_the_rest(make_pack):
+    bad_rows = [{**mc_row(f"q{n}"), "extra": 1} for n in range(60)]  # one problem each
+    folder = make_pack({"id": "bad", "version": 1}, bad_rows)
+
+    status, _, err = audit(str(folder))
+    _, report = audit_json(str(folder))
+
+    assert status == 3 and err.rstrip().endswith("and 10 more problems")
+    assert (len(report["problems"]), report["more_problems"]) == (50, 10)
+
+
 def test_a_missing_path_or_a_refused_archive_exits_3(tmp_path):
     not_an_archive = tmp_path / "pack.zip"
     not_an_archive.write_bytes(b"this is not a zip file")

@@ -2,6 +2,8 @@
 
 Order matters: the manifest first (rows need its defaults and roots), then the two asset
 trees (rows point into them), then the rows, streamed into the digest as they are read.
+A manifest with problems stops the compile, but only after the rows' own checks (JSON,
+shape, ids, each family's fields), so one upload names the problems of both.
 
 ``open_pack`` is the streaming form for large packs: it yields each compiled task as its row
 is read, so a caller can write tasks somewhere in batches instead of holding all of them;
@@ -17,12 +19,12 @@ from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from packs.compiler.digest import PackDigest
 from packs.compiler.errors import Problem, ProblemLog
 from packs.compiler.limits import CompileLimits
-from packs.compiler.manifest import Manifest, load_manifest
+from packs.compiler.manifest import Manifest, ManifestReading, read_manifest
 from packs.compiler.paths import PackFileEntry, ignored_files, walk_root
 from packs.compiler.rows import MAX_ID_CHARS, Row, check_row, look_alike_key, read_rows
 from packs.compiler.visibility import CompiledResource, PackTrees, build_resources
@@ -98,11 +100,13 @@ def open_pack(
     manifest_name: str = "manifest.yaml",
     tasks_name: str = "tasks.jsonl",
 ) -> PackCompilation:
-    """Read the manifest and walk the asset roots (a bad manifest raises PackError here);
-    the rows are read by ``tasks()``."""
+    """Read the manifest and walk the asset roots; the rows are read by ``tasks()``. A bad
+    manifest raises PackError here, listing the rows' own problems after the manifest's."""
     root = Path(root).absolute()
-    manifest = load_manifest(root, manifest_name, limits)
-    return PackCompilation(root, manifest, limits, manifest_name, tasks_name)
+    reading = read_manifest(root, manifest_name, limits)
+    if reading.manifest is None:
+        _refuse_manifest(reading, root / tasks_name, tasks_name, limits)
+    return PackCompilation(root, reading.manifest, limits, manifest_name, tasks_name)
 
 
 class PackCompilation:
@@ -189,24 +193,69 @@ def _compile_rows(
     digest: PackDigest,
 ) -> Iterator[CompiledTask]:
     position = 0
-    # look-alike key of a task id -> (the id, the line it first appeared on)
-    first_seen: dict[str, tuple[str, int]] = {}
+    ids = _SeenIds()
     for line, data, row_json in read_rows(root / tasks_name, tasks_name, limits, log):
         digest.add_row(row_json)
         row, problems = check_row(line, data, manifest.default_family)
-        seen = first_seen.get(look_alike_key(row.id)) if row is not None else None
-        if row is not None and seen is not None:
-            problems.append(("id", _duplicate_id(row.id, *seen)))
-        elif row is not None:
-            first_seen[look_alike_key(row.id)] = (row.id, line)
+        if row is not None:
+            problems = ids.problems(row)
+        if row is not None and not problems:
             task, problems = _compile_row(row, position, manifest, trees)
             if task is not None:
                 position += 1
                 yield task
-        if problems:
-            context = _context(data, manifest.default_family)
-            for field, message in problems:
-                log.add(Problem(tasks_name, line, field, message + context))
+        _log_row_problems(log, tasks_name, line, data, manifest.default_family, problems)
+
+
+def _refuse_manifest(
+    reading: ManifestReading, path: Path, tasks_name: str, limits: CompileLimits
+) -> NoReturn:
+    """Raise PackError with the manifest's problems and the rows' own ones.
+
+    Without a valid manifest the asset roots are unknown, so file references wait for the
+    next upload; everything a row says about itself is checked now.
+    """
+    log = ProblemLog(limits.max_problems)
+    for problem in reading.problems:
+        log.add(problem)
+    default = reading.default_family
+    ids = _SeenIds()
+    for line, data, _ in read_rows(path, tasks_name, limits, log):
+        row, problems = check_row(line, data, default, default_known=reading.default_family_known)
+        if row is not None:
+            problems = ids.problems(row) or get_family(row.family).validate(row.input, row.eval)
+        _log_row_problems(log, tasks_name, line, data, default, problems)
+    raise log.error()
+
+
+def _log_row_problems(
+    log: ProblemLog,
+    tasks_name: str,
+    line: int,
+    data: dict[str, Any],
+    default_family: str | None,
+    problems: list[FieldProblem],
+) -> None:
+    if problems:
+        context = _context(data, default_family)
+        for field, message in problems:
+            log.add(Problem(tasks_name, line, field, message + context))
+
+
+class _SeenIds:
+    """Task ids seen so far, by look-alike key, with the line each first appeared on."""
+
+    def __init__(self) -> None:
+        self._first: dict[str, tuple[str, int]] = {}
+
+    def problems(self, row: Row) -> list[FieldProblem]:
+        """No problem (and the id is remembered) the first time; else the duplicate's."""
+        key = look_alike_key(row.id)
+        seen = self._first.get(key)
+        if seen is None:
+            self._first[key] = (row.id, row.line)
+            return []
+        return [("id", _duplicate_id(row.id, *seen))]
 
 
 def _duplicate_id(task_id: str, first_id: str, first_line: int) -> str:

@@ -39,44 +39,58 @@ def excerpt_around(text: str, column: int) -> tuple[str, int]:
     return window.replace("\t", " "), column - start
 
 
-class PackError(Exception):
-    """The pack cannot be compiled; ``problems`` says every reason found (at least one)."""
+def more_problems_text(count: int) -> str:
+    """The line that stands for the problems past the cap: 'and 7 more problems'."""
+    return f"and {count} more problem{'' if count == 1 else 's'}"
 
-    def __init__(self, problems: list[Problem]) -> None:
+
+class PackError(Exception):
+    """The pack cannot be compiled; ``problems`` lists the reasons found (at least one), up
+    to the cap; ``unlisted`` counts the ones found past it, which were not kept."""
+
+    def __init__(self, problems: list[Problem], *, unlisted: int = 0) -> None:
         if not problems:
             raise ValueError("PackError needs at least one problem")
         self.problems = list(problems)
-        super().__init__("\n".join(str(problem) for problem in self.problems))
+        self.unlisted = unlisted
+        lines = [str(problem) for problem in self.problems]
+        if unlisted:
+            lines.append(more_problems_text(unlisted))
+        super().__init__("\n".join(lines))
+
+    @property
+    def total(self) -> int:
+        return len(self.problems) + self.unlisted
 
 
 class ProblemLog:
-    """Collects problems so an author sees many at once, but stops at a cap.
+    """Collects every problem of one pass, so an author sees them all at once.
 
-    The cap bounds memory and the size of the error page for a pack with a million bad rows.
+    Only the first ``max_problems`` are kept, the rest are counted: that bounds memory and
+    the size of the error page for a pack with a million bad rows, while still telling the
+    author how much is left to fix.
     """
 
     def __init__(self, max_problems: int) -> None:
         self.max_problems = max(1, max_problems)
         self.problems: list[Problem] = []
+        self.unlisted = 0
 
     def add(self, problem: Problem) -> None:
-        self.problems.append(problem)
-        if len(self.problems) >= self.max_problems:
-            self.problems.append(
-                Problem(
-                    problem.file,
-                    None,
-                    None,
-                    f"stopped after {self.max_problems} problems; fix these and upload again",
-                )
-            )
-            raise PackError(self.problems)
+        if len(self.problems) < self.max_problems:
+            self.problems.append(problem)
+        else:
+            self.unlisted += 1
 
     def fail(self, problem: Problem) -> None:
-        """Record a problem that makes going on pointless, and stop."""
+        """Record a problem that makes going on pointless, and stop. It is listed even past
+        the cap: it says why the problems after it were not looked for."""
         self.problems.append(problem)
-        raise PackError(self.problems)
+        raise self.error()
+
+    def error(self) -> PackError:
+        return PackError(self.problems, unlisted=self.unlisted)
 
     def raise_if_any(self) -> None:
         if self.problems:
-            raise PackError(self.problems)
+            raise self.error()

@@ -82,17 +82,57 @@ class Manifest:
         return {**self.canonical, "canary": list(self.canaries)}
 
 
-def load_manifest(pack: Path, name: str, limits: CompileLimits) -> Manifest:
-    text = _read_text(pack / name, name, limits)
-    data, key_lines = _parse(text, name, limits)
+@dataclass(frozen=True)
+class ManifestReading:
+    """A manifest read and checked: the Manifest when it has no problem, else its problems,
+    plus what the rows may still rely on, so they can be checked in the same pass."""
+
+    manifest: Manifest | None
+    problems: list[Problem]
+    # defaults.family when that key itself is fine (or absent: None). Not known when the
+    # manifest cannot be read or the key is wrong; a row without a family of its own is then
+    # not blamed for it, as the manifest's problem already says what to fix.
+    default_family: str | None
+    default_family_known: bool
+
+
+def read_manifest(pack: Path, name: str, limits: CompileLimits) -> ManifestReading:
+    try:
+        text = _read_text(pack / name, name, limits)
+        data, key_lines = _parse(text, name, limits)
+    except PackError as exc:
+        return _unreadable(exc.problems)
     if contains_nul(data):
-        raise PackError(
+        return _unreadable(
             [Problem(name, None, None, "contains a NUL character, which cannot be stored")]
         )
-    problems = _check(data, pack)
-    if problems:
-        raise PackError([_problem(name, key_lines, field, message) for field, message in problems])
-    return _build(data)
+    problems = [_problem(name, key_lines, field, message) for field, message in _check(data, pack)]
+    family, family_known = _default_family(data)
+    return ManifestReading(
+        manifest=None if problems else _build(data),
+        problems=problems,
+        default_family=family,
+        default_family_known=family_known,
+    )
+
+
+def _unreadable(problems: list[Problem]) -> ManifestReading:
+    return ManifestReading(
+        manifest=None, problems=problems, default_family=None, default_family_known=False
+    )
+
+
+def _default_family(data: dict[str, Any]) -> tuple[str | None, bool]:
+    """(defaults.family, whether it is known), read from a manifest that may have problems."""
+    defaults = data.get("defaults", {})
+    if not isinstance(defaults, dict):
+        return None, False
+    if "family" not in defaults:
+        return None, True
+    family = defaults["family"]
+    if non_empty_string(family, "defaults.family"):
+        return None, False
+    return family, True
 
 
 # --- reading and parsing ---------------------------------------------------------------------

@@ -162,8 +162,11 @@ def _parse_line(
 
 
 def check_row(
-    line: int, data: dict[str, Any], default_family: str | None
+    line: int, data: dict[str, Any], default_family: str | None, *, default_known: bool = True
 ) -> tuple[Row | None, list[FieldProblem]]:
+    """The row, or its problems. ``default_known`` False (a manifest with problems) means a
+    row without a family of its own has no family to check against: no Row, and no problem
+    for the missing family either, which is the manifest's to fix."""
     problems: list[FieldProblem] = [
         (key, "is not a task row key (allowed: " + ", ".join(ROW_KEYS) + ")")
         for key in data
@@ -171,18 +174,17 @@ def check_row(
     ]
     problems += _check_id(data)
     family = data.get("family", default_family)
-    if "family" not in data and default_family is None:
+    family_missing = "family" not in data and default_family is None
+    if family_missing and default_known:
         problems.append(("family", "is required when manifest defaults.family is not set"))
-    elif not isinstance(family, str) or not family.strip():
-        problems.append(("family", "must be a non-empty string"))
-    elif len(family) > MAX_FAMILY_CHARS:
-        problems.append(("family", f"must be at most {MAX_FAMILY_CHARS} characters"))
+    elif not family_missing:
+        problems += _check_family(family)
     for key in ("input", "eval", "environment", "metadata"):
         if key in data and not isinstance(data[key], dict):
             problems.append((key, "must be an object"))
     if "assets" in data and not isinstance(data["assets"], list):
         problems.append(("assets", "must be a list"))
-    if problems:
+    if problems or family_missing:
         return None, problems
     row = Row(
         line=line,
@@ -195,6 +197,14 @@ def check_row(
         metadata=data.get("metadata", {}),
     )
     return row, []
+
+
+def _check_family(family: Any) -> list[FieldProblem]:
+    if not isinstance(family, str) or not family.strip():
+        return [("family", "must be a non-empty string")]
+    if len(family) > MAX_FAMILY_CHARS:
+        return [("family", f"must be at most {MAX_FAMILY_CHARS} characters")]
+    return []
 
 
 def _check_id(data: dict[str, Any]) -> list[FieldProblem]:

@@ -34,6 +34,11 @@ LEXERS = {"code": PythonLexer, "patch": DiffLexer}
 CHART_ROW = 26
 CHART_LABEL = 180
 CHART_BAR = 420
+# The narrow chart (phones, site.css shows it below 820 px): each family's name above its bar,
+# so that the labels keep their width and the text stays 12 px instead of being scaled down.
+NARROW_ROW = 42
+NARROW_BAR = 200
+NARROW_WIDTH = 330
 
 
 @register.simple_tag
@@ -52,25 +57,50 @@ def status_badge(status: str | None, title: str = "") -> SafeString:
 
 
 def score_text(score: float | None, low: float | None, high: float | None) -> str:
-    """The score with the half width of its 95 % interval, as in "0.62 ± 0.07"."""
+    """The score with the bounds of its 95 % interval, as in "0.62 [0.55, 0.69]": a Wilson
+    interval is not symmetric around the score (1 of 1 passed is 1.00 [0.21, 1.00]), so a
+    "± half width" would misstate one of its ends."""
     if score is None:
         return "—"
     if low is None or high is None:
         return f"{score:.2f}"
-    return f"{score:.2f} ± {(high - low) / 2:.2f}"
+    return f"{score:.2f} {interval_text(low, high)}"
+
+
+def interval_text(low: float, high: float) -> str:
+    return f"[{low:.2f}, {high:.2f}]"
+
+
+def interval_title(low: float | None, high: float | None) -> str:
+    """What the bracket means, on hover: the interval with one more decimal."""
+    if low is None or high is None:
+        return "no interval"
+    return f"95 % Wilson interval: from {low:.3f} to {high:.3f}"
 
 
 @register.simple_tag
 def score_ci(score: float | None, low: float | None, high: float | None) -> SafeString:
-    """The score, with the exact interval bounds on hover (Wilson intervals are asymmetric)."""
+    """The score and its interval's bounds, with what they are on hover."""
     if score is None or low is None or high is None:
         return format_html('<span class="score">{}</span>', score_text(score, low, high))
     return format_html(
-        '<span class="score" title="95 % interval [{}, {}]">{}</span>',
-        f"{low:.3f}",
-        f"{high:.3f}",
+        '<span class="score" title="{}">{}</span>',
+        interval_title(low, high),
         score_text(score, low, high),
     )
+
+
+# On a score column's heading: the bracket after every score, explained once.
+CI_HEADING_TITLE = (
+    "Each score is followed by the low and high ends of its 95 % Wilson interval, "
+    "which is not symmetric around the score"
+)
+
+
+@register.simple_tag
+def ci_heading(label: str = "Score") -> SafeString:
+    """A score column's heading, as in "Score [95 % CI]", with what the bracket is on hover."""
+    return format_html('<span title="{}">{} [95 % CI]</span>', CI_HEADING_TITLE, label)
 
 
 @register.filter
@@ -102,6 +132,10 @@ def family_chart(rates: list[FamilyRate]) -> dict:
             "text_y": index * CHART_ROW + 17,
             "width": f"{CHART_BAR * rate.rate:.1f}",
             "percent": f"{100 * rate.rate:.0f} %",
+            "narrow_label_y": index * NARROW_ROW + 14,
+            "narrow_bar_y": index * NARROW_ROW + 20,
+            "narrow_value_y": index * NARROW_ROW + 32,
+            "narrow_width": f"{NARROW_BAR * rate.rate:.1f}",
         }
         for index, rate in enumerate(rates)
     ]
@@ -113,6 +147,10 @@ def family_chart(rates: list[FamilyRate]) -> dict:
         "bar_width": CHART_BAR,
         "value_x": CHART_LABEL + CHART_BAR + 8,
         "total_width": CHART_LABEL + CHART_BAR + 150,
+        "narrow_height": max(1, len(rows)) * NARROW_ROW,
+        "narrow_bar": NARROW_BAR,
+        "narrow_value_x": NARROW_BAR + 8,
+        "narrow_width": NARROW_WIDTH,
     }
 
 
@@ -128,20 +166,22 @@ def sort_header(context, key: str, label: str, current: str) -> SafeString:
 
 @register.simple_tag
 def metrics_line(evaluation) -> SafeString:
-    """A done evaluation's metrics, as in "pass@1 0.62 · pass@10 0.91"; intervals on hover."""
+    """A done evaluation's metrics, each with its interval, as in
+    "pass@1 0.62 [0.55, 0.69] · pass@10 0.91 [0.85, 0.95]"."""
     metrics = metrics_of(evaluation)
     if not metrics:
         return mark_safe("—")  # noqa: S308 - a constant
     return format_html_join(
         " · ",
-        '<span class="metric" title="{}">{} <strong>{}</strong></span>',
+        '<span class="metric" title="{}">{} <strong>{}</strong>{}</span>',
         (
             (
-                "no interval"
-                if m.ci_low is None or m.ci_high is None
-                else f"95 % interval [{m.ci_low:.3f}, {m.ci_high:.3f}]",
+                interval_title(m.ci_low, m.ci_high),
                 name,
                 "—" if m.value is None else f"{m.value:.2f}",
+                ""
+                if m.value is None or m.ci_low is None or m.ci_high is None
+                else f" {interval_text(m.ci_low, m.ci_high)}",
             )
             for name, m in metrics
         ),

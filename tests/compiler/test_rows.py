@@ -258,13 +258,26 @@ def test_it_reports_problems_of_many_rows_at_once(tmp_path):
     assert [(p.line, p.field) for p in problems] == [(2, None), (3, "extra"), (4, None)]
 
 
-def test_it_stops_collecting_at_the_problem_limit(tmp_path):
+def test_past_the_problem_limit_it_lists_none_but_counts_the_rest(tmp_path):
     pack = write_pack(tmp_path, "{bad\n" * 10)
 
-    problems = problems_of(pack, limits=CompileLimits(max_problems=3))
+    with pytest.raises(PackError) as caught:
+        compile_pack(pack, limits=CompileLimits(max_problems=3))
 
-    assert [p.line for p in problems] == [1, 2, 3, None]
-    assert problems[-1].message == "stopped after 3 problems; fix these and upload again"
+    assert [p.line for p in caught.value.problems] == [1, 2, 3]
+    assert caught.value.unlisted == 7 and caught.value.total == 10
+    assert str(caught.value).splitlines()[-1] == "and 7 more problems"
+
+
+def test_a_problem_that_stops_reading_is_listed_even_past_the_limit(tmp_path):
+    pack = write_pack(tmp_path, "{bad\n" * 5 + "x" * 200 + "\n")
+
+    with pytest.raises(PackError) as caught:
+        compile_pack(pack, limits=CompileLimits(max_problems=3, max_line_bytes=100))
+
+    assert [p.line for p in caught.value.problems] == [1, 2, 3, 6]
+    assert caught.value.problems[-1].message == "line 6 is longer than 100 bytes"
+    assert caught.value.unlisted == 2
 
 
 def test_pack_error_text_joins_every_problem(tmp_path):

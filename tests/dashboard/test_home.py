@@ -16,6 +16,7 @@ from django.utils import timezone
 from packs.models import ContractVersion, VersionState
 from runs.models import CandidateOrigin, Evaluation, EvaluationStatus, Run, TaskResult
 from runs.services import reference_run_fill
+from runs.stats import wilson_interval
 from tests.conftest import make_user
 from tests.runs.pages.support import (
     FAILED,
@@ -233,7 +234,8 @@ def test_latest_results_list_finished_evaluations_with_score_and_interval(cv):
     latest = section(home(make_user("view", "viewer")), "latest-results")
 
     assert "scored-agent" in latest and "3 / 4" in latest
-    assert re.search(r"0\.75 ± 0\.\d\d", latest)  # the score with its interval
+    interval = wilson_interval(3, 4)  # the score with both ends of its interval
+    assert f"0.75 [{interval.low:.2f}, {interval.high:.2f}]" in latest
     assert "oracle (reference solutions)" in latest  # labelled, listed, never ranked
 
 

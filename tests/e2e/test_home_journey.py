@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+from runs.stats import wilson_interval
 from tests.e2e.conftest import SCREENSHOTS, admin_password
 
 PACK = "arithmetic-mc"
@@ -115,7 +116,10 @@ def test_a_newcomer_scores_the_references_then_sees_an_agent_ranked_on_the_home_
     page.goto(f"{base}/")
     tops = page.locator("#board-tops")
     expect(tops.locator(".top-list li").first).to_contain_text(AGENT)
-    expect(tops.locator(".top-list li").first).to_contain_text(f"{right / total:.2f} ±")
+    interval = wilson_interval(right, total)  # the score, then both ends of its interval
+    expect(tops.locator(".top-list li").first).to_contain_text(
+        f"{right / total:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
+    )
     expect(page.locator("#latest-results tbody tr").first).to_contain_text(AGENT)
     expect(page.locator("#my-runs")).to_contain_text(AGENT)
     page.screenshot(path=SCREENSHOTS / "home-ranked.png", full_page=True)

@@ -1,6 +1,7 @@
 """The README's promise, in a real browser: `make run`, sign in with the printed admin
 credentials, see the example packs, upload humaneval-mini as a zip through the form, and read
-its visibility map and a task's agent payload. Screenshots go to tests/e2e/screenshots/."""
+its visibility map and a task's agent payload; then mistype an address and find the way back
+from the site's own 404 page. Screenshots go to tests/e2e/screenshots/."""
 
 from __future__ import annotations
 
@@ -51,3 +52,15 @@ def test_a_newcomer_uploads_humaneval_mini_and_reads_what_the_agent_sees(
     expect(page.locator(".sealed-card")).to_have_count(2)
     expect(page.locator(".sealed-card").first).to_contain_text("<redacted>")
     page.screenshot(path=SCREENSHOTS / "task-agent-view.png", full_page=True)
+
+    # A mistyped address: `make run` has DEBUG on, and still the site's own page, in its frame,
+    # with a way back; never Django's technical 404 listing the site's URL patterns.
+    response = page.goto(f"{base}/pakcs/humaneval-mini/")
+    assert response is not None and response.status == 404
+    expect(page.locator("h1")).to_have_text("Page not found")
+    expect(page.locator("main")).to_contain_text("/pakcs/humaneval-mini/")
+    expect(page.locator("body")).not_to_contain_text("URLconf")
+    expect(page.locator(".topbar")).to_contain_text("admin")
+    page.screenshot(path=SCREENSHOTS / "not-found.png", full_page=True)
+    page.locator("main").get_by_role("link", name="Guides").click()
+    expect(page.locator("h1")).to_have_text("Guides")

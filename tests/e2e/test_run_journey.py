@@ -10,6 +10,7 @@ import json
 import re
 from pathlib import Path
 
+from runs.stats import wilson_interval
 from tests.conftest import zip_folder
 from tests.e2e.conftest import SCREENSHOTS, admin_password
 
@@ -87,7 +88,10 @@ def test_a_submitted_run_finishes_in_place_and_explains_its_failures(
     expect(cards).to_be_visible()
     assert page.evaluate("window.__noReload") == 1, "the page was reloaded"
     expect(progress).not_to_have_attribute("hx-trigger", re.compile("every"))
-    expect(cards.locator(".score")).to_contain_text(f"{right / total:.2f} ±")
+    interval = wilson_interval(right, total)  # the score, then both ends of its interval
+    expect(cards.locator(".score")).to_contain_text(
+        f"{right / total:.2f} [{interval.low:.2f}, {interval.high:.2f}]"
+    )
     expect(cards).to_contain_text(f"{right} / {total}")
     expect(page.locator("table.evaluations .status-done")).to_have_count(1)
     expect(page.locator("h2", has_text="Pass rate per family")).to_be_visible()

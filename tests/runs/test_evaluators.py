@@ -580,7 +580,7 @@ def test_leaderboards_rank_by_the_chosen_scorer_and_metric(client, make_pack, re
     assert by_default == ["spiky", "steady"]  # pass@1: 0.50 against 0.30
     assert by_pass_at_10 == ["steady", "spiky"]  # pass@10: 0.99 against 0.50
     assert by_pass_rate == ["steady", "plain"]  # 0.75 against 0.25; spiky has no such score
-    assert "pass@100 ± 95 % CI" in by_pass_at_100  # 10 samples: no value, shown as —
+    assert "pass@100 [95 % CI]" in by_pass_at_100  # 10 samples: no value, shown as —
     assert "&#x27;nope@1&#x27; is not an evaluation of this version" in wrong
     assert f"showing {PASS_AT_K}" in wrong
     assert "0.50 <span" in listing and ">pass@1</span>" in listing

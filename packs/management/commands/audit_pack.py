@@ -15,7 +15,7 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from packs.audit import EXIT_INVALID, AuditReport, UnavailableSandbox, audit_folder, pack_folder
-from packs.compiler import PackError, Problem
+from packs.compiler import PackError, Problem, more_problems_text
 from packs.compiler.archive import ArchiveError
 from packs.services import archive_limits, compile_limits
 from verifiers.pack_findings import CHECKS, Finding
@@ -76,14 +76,16 @@ class Command(BaseCommand):
         except ArchiveError as exc:
             return self.invalid(as_json, [str(exc)], [])
         except PackError as exc:
-            return self.invalid(as_json, [], exc.problems)
+            return self.invalid(as_json, [], exc.problems, unlisted=exc.unlisted)
         if as_json:
             self.stdout.write(json_module.dumps(report.as_json(), indent=2, default=str))
         else:
             self.stdout.write(report_text(report))
         return report.exit_status
 
-    def invalid(self, as_json: bool, messages: list[str], problems: list[Problem]) -> int:
+    def invalid(
+        self, as_json: bool, messages: list[str], problems: list[Problem], *, unlisted: int = 0
+    ) -> int:
         if as_json:
             self.stdout.write(
                 json_module.dumps(
@@ -91,6 +93,7 @@ class Command(BaseCommand):
                         "verdict": "invalid",
                         "errors": messages,
                         "problems": [problem_json(problem) for problem in problems],
+                        "more_problems": unlisted,  # found past the cap, not listed
                     },
                     indent=2,
                 )
@@ -98,6 +101,8 @@ class Command(BaseCommand):
         else:
             lines = ["invalid pack:", *(f"  {m}" for m in messages)]
             lines += [line for problem in problems for line in problem_lines(problem)]
+            if unlisted:
+                lines.append(f"  {more_problems_text(unlisted)}")
             self.stderr.write("\n".join(lines))
         return EXIT_INVALID
 

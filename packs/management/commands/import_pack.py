@@ -27,7 +27,11 @@ class Command(BaseCommand):
         try:
             outcome = import_path(path)
         except UploadRejected as rejected:
-            raise CommandError(f"{path}: pack not stored:\n{rejected}") from rejected
+            if json:
+                # The problems on stdout for a script to read; the failure still exits 1.
+                self.stdout.write(rejected_json(rejected))
+                raise CommandError(f"{path}: pack not stored") from rejected
+            raise CommandError(f"{path}: {not_stored_heading(rejected)}\n{rejected}") from rejected
         if json:
             self.stdout.write(outcome_json(outcome))
         else:
@@ -54,3 +58,13 @@ def outcome_json(outcome: ImportOutcome) -> str:
             "created": outcome.created,
         }
     )
+
+
+def rejected_json(rejected: UploadRejected) -> str:
+    return json.dumps({"stored": False, **rejected.as_json()})
+
+
+def not_stored_heading(rejected: UploadRejected) -> str:
+    """'pack not stored, 3 problems:' — then one line per problem."""
+    count = rejected.total
+    return f"pack not stored, {count} problem{'' if count == 1 else 's'}:"

@@ -21,6 +21,7 @@ from runs.models import (
     TaskResult,
     WorkQueue,
 )
+from runs.stats import wilson_interval
 
 # Fixtures (imported so pytest finds them here): a version with five tasks, a viewer, and a
 # client signed in as that viewer.
@@ -62,7 +63,8 @@ def test_the_runs_list_shows_each_runs_latest_evaluation_and_budget(client, cv):
 
     assert f"#{run.pk}" in body and "solver" in body and "2.1" in body and "gpt-x" in body
     assert "demo v1" in body
-    assert "0.40 ± 0." in body  # evaluation 2: 2 of 5
+    interval = wilson_interval(2, 5)  # evaluation 2: 2 of 5, with both ends of its interval
+    assert f"0.40 [{interval.low:.2f}, {interval.high:.2f}]" in body
     assert "2 / 5" in body
     assert "⚠ over budget" in body
 
@@ -304,10 +306,12 @@ def test_the_run_page_shows_facts_score_and_family_chart(client, cv):
 
     assert f"Run #{run.pk} — solver" in body
     assert "demo v1" in body and "m-1" in body
-    assert "0.62 ± 0.07" in body and "[0.55, 0.69]" in body
+    assert "0.62 [0.55, 0.69]" in body  # the score, then its interval's low and high ends
     assert "12.5 s" in body and "1,200" in body and "$0.50" in body
     assert '<svg class="family-chart"' in body
     assert ">multiple_choice</text>" in body and "50 % · 2/4" in body
+    # The same rates again for phones, names above the bars (site.css shows one of the two).
+    assert '<svg class="family-chart-narrow"' in body and body.count("50 % · 2/4") == 2
     assert ">tool_call</text>" in body
     assert ' style="' not in body  # the CSP allows no inline styles
 
