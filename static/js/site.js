@@ -28,3 +28,28 @@ document.addEventListener("submit", (event) => {
   const form = event.target.closest("form[data-confirm]");
   if (form && !window.confirm(form.dataset.confirm)) event.preventDefault();
 });
+
+// The top bar's Menu button: below 960 px (site.css) it folds the links away and opens them on
+// demand. The bar is marked data-menu only here, so without this file the button stays hidden
+// and the links wrap instead.
+function enableTopbarMenu() {
+  const topbar = document.querySelector(".topbar");
+  const button = topbar && topbar.querySelector(".menu-toggle");
+  if (!button) return;
+  const setOpen = (open) => {
+    topbar.dataset.menu = open ? "open" : "closed";
+    button.setAttribute("aria-expanded", String(open));
+  };
+  setOpen(false);
+  button.addEventListener("click", () => setOpen(topbar.dataset.menu !== "open"));
+  // Escape closes an open menu and gives the focus back to its button (only while the button
+  // is shown: at desktop widths the links are always there).
+  document.addEventListener("keydown", (event) => {
+    if (event.key !== "Escape" || topbar.dataset.menu !== "open") return;
+    if (button.getClientRects().length === 0) return;
+    setOpen(false);
+    button.focus();
+  });
+}
+
+enableTopbarMenu();
