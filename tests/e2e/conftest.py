@@ -4,13 +4,15 @@ tests/e2e/screenshots/ (ignored by git)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from bench.site import SiteProcess, free_port
-from tests.components import chromium_path, probe_chromium, require
+from tests.components import REPO_ROOT, chromium_path, probe_chromium, require
 
 SCREENSHOTS = Path(__file__).resolve().parent / "screenshots"
 CHROMIUM = chromium_path()
@@ -61,3 +63,20 @@ def browser() -> Iterator:
             yield chromium
         finally:
             chromium.close()
+
+
+# The example agent the agents' guide prints, run as a newcomer would against a benchmark URL.
+EXAMPLE_AGENT = REPO_ROOT / "examples" / "agents" / "scripted_agent.py"
+
+
+def run_example_agent(url: str) -> subprocess.CompletedProcess[str]:
+    """The scripted example agent's whole episode run; its failure fails the caller's test."""
+    agent = subprocess.run(
+        [sys.executable, str(EXAMPLE_AGENT), url],
+        cwd=REPO_ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert agent.returncode == 0, agent.stdout + agent.stderr
+    return agent

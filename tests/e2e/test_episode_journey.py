@@ -8,15 +8,11 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 
-from tests.conftest import REPO_ROOT
-from tests.e2e.conftest import SCREENSHOTS, admin_password
+from tests.e2e.conftest import SCREENSHOTS, admin_password, run_example_agent
 
 PACK = "arithmetic-mc"
 TASKS = 5  # examples/arithmetic-mc: none of its answers is A, the scripted agent's choice
-AGENT = REPO_ROOT / "examples" / "agents" / "scripted_agent.py"
 
 
 def test_an_agent_runs_live_and_its_trajectory_reads_on_the_result_page(site, browser):
@@ -61,14 +57,7 @@ def test_an_agent_runs_live_and_its_trajectory_reads_on_the_result_page(site, br
     page.evaluate("window.__noReload = 1")
 
     # The example agent, run as the README tells a newcomer to run it.
-    agent = subprocess.run(
-        [sys.executable, str(AGENT), url],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert agent.returncode == 0, agent.stdout + agent.stderr
+    agent = run_example_agent(url)
     assert f"{TASKS} tasks: {TASKS} failed; total reward 0" in agent.stdout
 
     # The table fills in by polling; once every episode is done and the run closed, the

@@ -12,17 +12,13 @@ from __future__ import annotations
 
 import io
 import re
-import subprocess
-import sys
 
 from PIL import Image, ImageStat
 
-from tests.conftest import REPO_ROOT
-from tests.e2e.conftest import SCREENSHOTS, admin_password
+from tests.e2e.conftest import SCREENSHOTS, admin_password, run_example_agent
 
 PACK = "arithmetic-mc"
 TASKS = 5
-AGENT = REPO_ROOT / "examples" / "agents" / "scripted_agent.py"
 PHONE = {"width": 390, "height": 844}
 DESKTOP = {"width": 1280, "height": 900}
 
@@ -220,14 +216,7 @@ def play_an_episode_run(page, base: str) -> str:
     page.screenshot(path=SCREENSHOTS / "phone-episode-run-opened.png", full_page=True)
     page.get_by_role("link", name="Go to the run page ›").click()
     page.wait_for_url(re.compile(r"/runs/\d+/$"))
-    agent = subprocess.run(
-        [sys.executable, str(AGENT), url],
-        cwd=REPO_ROOT,
-        capture_output=True,
-        text=True,
-        timeout=300,
-    )
-    assert agent.returncode == 0, agent.stdout + agent.stderr
+    run_example_agent(url)
     expect(page.locator("#progress .progress-head")).to_contain_text(
         f"{TASKS} of {TASKS} tasks finished (100 %)", timeout=60_000
     )
