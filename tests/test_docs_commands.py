@@ -100,8 +100,8 @@ RUNNERS = (
     ),
     Runner(
         r"\.venv/bin/python examples/agents/scripted_agent\.py BENCHMARK_URL \[--limit N\]",
-        "tests/e2e/test_episode_journey.py",
-        "[sys.executable, str(AGENT), url]",
+        "tests/e2e/conftest.py",
+        "[sys.executable, str(EXAMPLE_AGENT), url]",
         "with a live run's URL, without --limit",
     ),
     Runner(
