@@ -22,9 +22,8 @@ from packs import access as pack_access
 from packs.models import ContractVersion, VersionState
 from runs import access as run_access
 from runs.models import CandidateOrigin, Evaluation, EvaluationStatus, Run
-from runs.progress import Progress, evaluation_progress
 from runs.selectors import Leaderboard, leaderboard, leaderboard_versions, run_list
-from runs.services import REFERENCE_ORIGINS
+from runs.state import REFERENCE_ORIGINS, RunState, open_counts, run_states, state_of
 
 RUNNING_LIMIT = 10
 LATEST_LIMIT = 8
@@ -39,14 +38,14 @@ OPEN_STATUSES = (EvaluationStatus.QUEUED, EvaluationStatus.RUNNING)
 @dataclass(frozen=True)
 class RunningRow:
     evaluation: Evaluation
-    progress: Progress
+    state: RunState  # runs.state: the same words and counts as the run's own page
 
 
 @dataclass(frozen=True)
 class NowRunning:
     rows: list[RunningRow]
     # This user's one-click reference runs whose candidates a worker is still building.
-    preparing: list[Run]
+    preparing: list[tuple[Run, RunState]]
     count: int  # every open evaluation this user may see (rows holds the oldest few)
     waiting: int  # results and actions waiting for a worker, on every queue
     oldest_waiting_since: datetime | None
@@ -82,9 +81,13 @@ def now_running(user: Any, limit: int = RUNNING_LIMIT) -> NowRunning:
     )
     rows = queues()
     waited = [row.oldest_waiting_since for row in rows if row.oldest_waiting_since is not None]
+    counts = open_counts(evaluation.pk for evaluation in shown)
     return NowRunning(
-        rows=[RunningRow(evaluation, evaluation_progress(evaluation)) for evaluation in shown],
-        preparing=preparing_reference_runs(user),
+        rows=[
+            RunningRow(evaluation, state_of(evaluation.run, evaluation, counts[evaluation.pk]))
+            for evaluation in shown
+        ],
+        preparing=[(run, state_of(run, None, {})) for run in preparing_reference_runs(user)],
         count=len(shown) if len(shown) < limit else open_evaluations.count(),
         waiting=sum(row.waiting for row in rows),
         oldest_waiting_since=min(waited) if waited else None,
@@ -153,11 +156,13 @@ def board_tops(user: Any, limit: int = BOARD_LIMIT, top: int = TOP) -> list[Boar
     return tops
 
 
-def my_runs(user: Any, limit: int = MINE_LIMIT) -> list[Run]:
-    """A signed-in member's own latest runs, each with its latest evaluation's state."""
+def my_runs(user: Any, limit: int = MINE_LIMIT) -> list[tuple[Run, RunState]]:
+    """A signed-in member's own latest runs, each with its state (runs.state)."""
     if not pack_access.is_member(user):
         return []
-    return list(run_list(user=user).filter(submitted_by=user)[:limit])
+    runs = list(run_list(user=user).filter(submitted_by=user)[:limit])
+    states = run_states(runs)
+    return [(run, states[run.pk]) for run in runs]
 
 
 def any_run_visible(user: Any) -> bool:

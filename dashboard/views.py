@@ -15,32 +15,38 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from dashboard import guides, selectors
 from packs import access as pack_access
+from runs.state import one_moment
 
 
 @require_GET
 @pack_access.browse_view
 def home(request: HttpRequest) -> HttpResponse:
     user = request.user
-    any_runs = selectors.any_run_visible(user)
-    context: dict[str, Any] = {
-        "now": selectors.now_running(user),
-        "latest": selectors.latest_results(user) if any_runs else [],
-        "boards": selectors.board_tops(user) if any_runs else [],
-        "mine": selectors.my_runs(user),
-        "any_runs": any_runs,
-        **_catalogue(user),
-    }
-    if not any_runs:
-        context["reference_versions"] = selectors.reference_candidates(user)
-    return render(request, "dashboard/home.html", context)
+    # The runs' states of one moment (runs.state): "Now running" and "My runs" agree.
+    with one_moment():
+        any_runs = selectors.any_run_visible(user)
+        context: dict[str, Any] = {
+            "now": selectors.now_running(user),
+            "latest": selectors.latest_results(user) if any_runs else [],
+            "boards": selectors.board_tops(user) if any_runs else [],
+            "mine": selectors.my_runs(user),
+            "any_runs": any_runs,
+            **_catalogue(user),
+        }
+        if not any_runs:
+            context["reference_versions"] = selectors.reference_candidates(user)
+        return render(request, "dashboard/home.html", context)
 
 
 @require_GET
 @pack_access.browse_view
 def now_running(request: HttpRequest) -> HttpResponse:
-    """The "Now running" section alone, polled every few seconds while anything runs."""
-    now = selectors.now_running(request.user)
-    response = render(request, "dashboard/home.html#now-running", {"now": now})
+    """The "Now running" section, polled every few seconds while anything runs, with "My
+    runs" out of band: both from the same moment, so they never disagree."""
+    with one_moment():
+        now = selectors.now_running(request.user)
+        context = {"now": now, "mine": selectors.my_runs(request.user), "oob": True}
+        response = render(request, "dashboard/home.html#now-running", context)
     if not now.anything:
         response.status_code = HTMX_STOP_POLLING
     return response

@@ -21,7 +21,7 @@ from django.utils import timezone
 from episodes import lifecycle
 from episodes.models import Episode, EpisodeRun, EpisodeStatus, Step, StepState
 from packs.models import Task
-from runs.models import Run, TaskResult
+from runs.models import FINAL_STATUSES, ResultStatus, Run, TaskResult
 
 # Observation texts longer than this are shown as a preview, the rest behind "show all".
 PREVIEW_LINES = 12
@@ -70,7 +70,9 @@ def url_state(episode_run: EpisodeRun, *, now: datetime | None = None) -> UrlSta
 def run_episodes(episode_run: EpisodeRun) -> QuerySet[Episode]:
     return (
         Episode.objects.filter(episode_run=episode_run)
-        .select_related("task")
+        .select_related("task", "result")
+        # The rows read a result's status, reason and score: never its verifier output.
+        .defer("result__stdout", "result__stderr", "result__details")
         .order_by("created_at", "id")
     )
 
@@ -85,15 +87,66 @@ def sync_landed_verdicts(episode_run: EpisodeRun) -> None:
         lifecycle.episode_sync_verdict(episode)
 
 
+@dataclass(frozen=True)
+class EpisodeRow:
+    """One episode as the episodes table shows it: its lifecycle and its verdict, two
+    separate things (an episode the agent finished can fail), both read from the same
+    moment as the run's counts (runs.state). A scoring episode whose result is already
+    final shows its ending and that verdict, as the reaper will soon write them."""
+
+    episode: Episode
+    lifecycle: str  # an EpisodeStatus value
+    verdict: str  # a final ResultStatus value, or "" while there is none
+    reason: str
+    reward: float | None
+    result_id: int | None  # the task's result page, once the task has a result
+
+
+def shown_lifecycle(status: str, ending: str, result_status: str | None) -> str:
+    if status == EpisodeStatus.SCORING and result_status in FINAL_STATUSES:
+        return ending or EpisodeStatus.DONE
+    return status
+
+
+def episode_rows(episodes: list[Episode], result_ids: dict[int, int]) -> list[EpisodeRow]:
+    """Rows of the table; ``episodes`` loaded with their result (``select_related``)."""
+    rows = []
+    for e in episodes:
+        landed = e.result if e.result is not None and e.result.is_final else None
+        scoring = e.status == EpisodeStatus.SCORING
+        if scoring and landed is not None:
+            verdict, reason = landed.status, landed.failure_reason
+            reward = landed.score if landed.status == ResultStatus.PASSED else 0.0
+        else:
+            verdict, reason, reward = e.verdict_status, e.verdict_reason, e.reward
+        status = landed.status if landed is not None else None
+        rows.append(
+            EpisodeRow(
+                episode=e,
+                lifecycle=shown_lifecycle(e.status, e.ending, status),
+                verdict=verdict,
+                reason=reason,
+                reward=reward,
+                result_id=result_ids.get(e.task_id),
+            )
+        )
+    return rows
+
+
 def status_counts(episode_run: EpisodeRun) -> list[tuple[str, int]]:
-    """Episodes per status, in the order a run goes through them (statuses with none left out)."""
-    rows = dict(
+    """Episodes per lifecycle status as the rows show it, in the order a run goes through
+    them (statuses with none left out)."""
+    rows = (
         Episode.objects.filter(episode_run=episode_run)
-        .values_list("status")
+        .values_list("status", "ending", "result__status")
         .annotate(n=Count("pk"))
         .order_by()
     )
-    return [(status, rows[status]) for status in EpisodeStatus.values if rows.get(status)]
+    counts: dict[str, int] = {}
+    for status, ending, result_status, n in rows:
+        shown = shown_lifecycle(status, ending, result_status)
+        counts[shown] = counts.get(shown, 0) + n
+    return [(status, counts[status]) for status in EpisodeStatus.values if counts.get(status)]
 
 
 def episodes_live(episode_run: EpisodeRun) -> bool:

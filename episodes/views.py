@@ -9,7 +9,6 @@ than the page it sits in.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
@@ -17,6 +16,7 @@ from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -25,7 +25,7 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 
 from episodes import selectors
 from episodes.forms import EpisodeRunForm
-from episodes.models import Episode, EpisodeRun
+from episodes.models import EpisodeRun
 from episodes.services import (
     OraclePrivilege,
     benchmark_path,
@@ -40,6 +40,7 @@ from runs import selectors as run_selectors
 from runs.evaluators import scoring_problem
 from runs.models import AuditAction, Run, RunSource, TaskResult
 from runs.services import RunMetadata, draft_refusal
+from runs.state import one_moment, run_state
 
 EPISODES_PER_PAGE = 50
 
@@ -131,10 +132,37 @@ def _oracle_privilege(
 # --- the episodes of a run (run page partial) ----------------------------------------------
 
 
-@dataclass(frozen=True)
-class EpisodeRow:
-    episode: Episode
-    result_id: int | None  # the task's result page, once the task has a result
+def episodes_context(request: HttpRequest, run: Run) -> dict:
+    """The episodes table of a run, read inside the caller's runs.state.one_moment so that
+    its rows and the run's counts are of the same moment."""
+    episode_run = selectors.episode_run_for(run)
+    page = Paginator(selectors.run_episodes(episode_run), EPISODES_PER_PAGE).get_page(
+        request.GET.get("episodes_page", request.GET.get("page"))
+    )
+    episodes = list(page.object_list)
+    result_ids = selectors.result_ids_by_task(run, [e.task_id for e in episodes])
+    can_stop = access.can_stop(request.user, run)
+    return {
+        "run": run,
+        "cv": run.contract_version,
+        "pack": run.contract_version.pack,
+        "episode_run": episode_run,
+        "page": page,
+        "rows": selectors.episode_rows(episodes, result_ids),
+        "counts": selectors.status_counts(episode_run),
+        "live": selectors.episodes_live(episode_run),
+        "can_write": access.can_write(request.user, run),
+        # The URL's state is for who may stop the run; the URL itself is never stored.
+        "url_state": selectors.url_state(episode_run) if can_stop else None,
+        "is_owner": run.submitted_by_id == request.user.pk,
+    }
+
+
+def run_section(request: HttpRequest, run: Run) -> str:
+    """The run page's episodes section (runs.modes): rendered inside the run page's own
+    answer, which refreshes it with the rest of the run's state."""
+    context = {**episodes_context(request, run), "embedded": True}
+    return render_to_string("episodes/run_episodes.html#episodes", context, request=request)
 
 
 @require_GET
@@ -142,34 +170,15 @@ class EpisodeRow:
 @pack_access.browse_view
 def run_episodes(request: HttpRequest, run_id: int) -> HttpResponse:
     run = run_selectors.run_get(run_id, user=request.user)
-    episode_run = selectors.episode_run_for(run)
-    selectors.sync_landed_verdicts(episode_run)
-    page = Paginator(selectors.run_episodes(episode_run), EPISODES_PER_PAGE).get_page(
-        request.GET.get("page")
-    )
-    episodes = list(page.object_list)
-    result_ids = selectors.result_ids_by_task(run, [e.task_id for e in episodes])
-    live = selectors.episodes_live(episode_run)
-    can_write = access.can_write(request.user, run)
-    can_stop = access.can_stop(request.user, run)
-    context = {
-        "run": run,
-        "cv": run.contract_version,
-        "pack": run.contract_version.pack,
-        "episode_run": episode_run,
-        "page": page,
-        "rows": [EpisodeRow(e, result_ids.get(e.task_id)) for e in episodes],
-        "counts": selectors.status_counts(episode_run),
-        "live": live,
-        "can_write": can_write,
-        # The URL's state is for who may stop the run; the URL itself is never stored.
-        "url_state": selectors.url_state(episode_run) if can_stop else None,
-        "is_owner": run.submitted_by_id == request.user.pk,
-    }
-    if not request.htmx:
-        return render(request, "episodes/run_episodes.html", context)
-    response = render(request, "episodes/run_episodes.html#episodes", context)
-    if not live:
+    # Writes first (the copy of landed verdicts), then every read of one moment.
+    selectors.sync_landed_verdicts(selectors.episode_run_for(run))
+    with one_moment():
+        run = run_selectors.run_get(run_id, user=request.user)
+        context = {**episodes_context(request, run), "state": run_state(run)}
+        if not request.htmx:
+            return render(request, "episodes/run_episodes.html", context)
+        response = render(request, "episodes/run_episodes.html#episodes", context)
+    if not context["state"].live and not context["live"]:
         response.status_code = HTMX_STOP_POLLING
     return response
 

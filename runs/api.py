@@ -67,6 +67,7 @@ from runs.services import (
     run_submit,
     run_submit_bundle,
 )
+from runs.state import one_moment, run_states
 
 # --- limits and throttles --------------------------------------------------------------------
 
@@ -230,8 +231,10 @@ class RunListCreateApi(RunApiView):
         if "agent" in filters.validated_data:
             runs = runs.filter(agent_name__iexact=filters.validated_data["agent"])
         paginator = PageNumberPagination()
-        page = paginator.paginate_queryset(runs, request, view=self)
-        data = RunOutput(page, many=True, context={"request": request}).data
+        with one_moment():
+            page = paginator.paginate_queryset(runs, request, view=self)
+            context = {"request": request, "states": run_states(page)}
+            data = RunOutput(page, many=True, context=context).data
         return paginator.get_paginated_response(data)
 
     @extend_schema(
@@ -300,9 +303,12 @@ def _open_episode_run(
 class RunDetailApi(RunApiView):
     @extend_schema(operation_id="run_detail", responses=RunDetailOutput)
     def get(self, request: Request, run_id: int) -> Response:
-        run = get_object_or_404(_runs(request), pk=run_id)
-        body = RunOutput(run, context={"request": request}).data
-        return Response({**body, "evaluations": evaluations_with_counts(request, run)})
+        # The state and the evaluations' counts of one moment, as the run page reads them.
+        with one_moment():
+            run = get_object_or_404(_runs(request), pk=run_id)
+            body = RunOutput(run, context={"request": request}).data
+            evaluations = evaluations_with_counts(request, run)
+        return Response({**body, "evaluations": evaluations})
 
 
 class RunCandidatesApi(RunApiView):

@@ -21,6 +21,7 @@ from runs.evaluators import EVALUATORS, metrics_of, scoring_problem
 from runs.models import Evaluation, ResultStatus, Run, RunMode, TaskResult
 from runs.selectors import public_detail_counts
 from runs.services import draft_refusal
+from runs.state import RunState, run_state
 
 MAX_BATCH_ITEMS = 1000
 
@@ -109,6 +110,34 @@ class RunMetadataInput(StrictSerializer):
         return attrs
 
 
+class RunStateOutput(serializers.Serializer):
+    """The run's state as its pages show it (runs.state): the same phase and counts."""
+
+    phase = serializers.ChoiceField(
+        choices=["preparing", "open", "live", "queued", "running", "done"],
+        help_text="preparing (a worker builds a reference run's candidates), open (candidates "
+        "still being added), live (an episode run's agent may act), queued, running, done.",
+    )
+    word = serializers.CharField(help_text="The phase as the pages say it.")
+    evaluation = serializers.IntegerField(
+        allow_null=True, help_text="The evaluation counted: the latest one."
+    )
+    tasks = serializers.IntegerField(help_text="Tasks of the contract version.")
+    candidates = serializers.IntegerField()
+    total = serializers.IntegerField(help_text="Results the evaluation will have.")
+    finished = serializers.IntegerField(help_text="passed + failed + error + pending.")
+    scored = serializers.IntegerField(help_text="passed + failed + error.")
+    passed = serializers.IntegerField()
+    failed = serializers.IntegerField()
+    error = serializers.IntegerField(help_text="Our fault (a verifier or sandbox broke).")
+    pending = serializers.IntegerField(help_text="No verifier for the family yet.")
+    queued = serializers.IntegerField()
+    running = serializers.IntegerField()
+    unattempted = serializers.IntegerField(help_text="Live runs: tasks no episode ended yet.")
+    percent = serializers.IntegerField(help_text="finished / total, rounded down.")
+    live = serializers.BooleanField(help_text="Whether the state can still change.")
+
+
 class RunOutput(serializers.Serializer):
     id = serializers.IntegerField()
     pack = serializers.CharField(source="contract_version.pack.pack_id")
@@ -138,7 +167,15 @@ class RunOutput(serializers.Serializer):
         child=serializers.CharField(),
         help_text='Why it is invalid: "task T sample S: rule: paths", then "over budget: ...".',
     )
+    state = serializers.SerializerMethodField()
     urls = serializers.SerializerMethodField()
+
+    @extend_schema_field(RunStateOutput)
+    def get_state(self, run: Run) -> dict[str, Any]:
+        # A list computes its runs' states at once (runs.state.run_states) into the context.
+        states: dict[int, RunState] = self.context.get("states") or {}
+        found = states.get(run.pk)
+        return (found if found is not None else run_state(run)).as_json()
 
     def get_urls(self, run: Run) -> dict[str, str]:
         request = self.context["request"]

@@ -102,6 +102,13 @@ class RunFilterForm(forms.Form):
     status = forms.ChoiceField(
         required=False, choices=_choices(EvaluationStatus.values, "any status")
     )
+    # ?runs=12,13: exactly these runs (where a button that starts several runs lands).
+    runs = forms.RegexField(required=False, regex=r"^\d{1,12}(,\d{1,12}){0,19}$")
+
+    def run_ids(self) -> list[int]:
+        self.is_valid()
+        text = self.cleaned_data.get("runs") or ""
+        return [int(part) for part in text.split(",") if part]
 
 
 class ResultFilterForm(forms.Form):

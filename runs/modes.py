@@ -11,6 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from django.http import HttpRequest
+
 from runs.models import Run
 
 
@@ -32,3 +34,17 @@ def register_run_opener(mode: str, opener: RunOpener) -> None:
 
 def run_opener(mode: str) -> RunOpener | None:
     return _openers.get(mode)
+
+
+# (request, run) → HTML: a section of the run page that a mode adds (the episodes table),
+# rendered inside the run page's own answer so that it refreshes with the run's state.
+RunSection = Callable[[HttpRequest, Run], str]
+_sections: dict[str, RunSection] = {}
+
+
+def register_run_section(mode: str, section: RunSection) -> None:
+    _sections[mode] = section
+
+
+def run_section(mode: str) -> RunSection | None:
+    return _sections.get(mode)

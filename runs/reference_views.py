@@ -1,6 +1,6 @@
 """One click instead of a shell: privileged users score a version's reference solutions
 (an oracle run and a null run, as `manage.py submit_run --oracle` and `--null` do) from the
-home page, the version page or an empty leaderboard."""
+home page, the version page or an empty leaderboard, and land on those two runs' live state."""
 
 from __future__ import annotations
 
@@ -35,10 +35,11 @@ def reference_runs_create(request: HttpRequest, pack_id: str, version: int) -> H
     except VersionIsDraft as refused:
         messages.error(request, f"Not scored: {refused}.")
         return redirect(back)
+    # Land on exactly the runs just made, with their live state, never on a page whose message
+    # would soon contradict it: the message says what was asked, the list says where it is.
     messages.success(
         request,
-        f"Scoring the reference solutions of {pack_id} v{version}: oracle run #{oracle.pk} "
-        f"and null run #{null.pk} are being prepared by a worker, then scored. They show as "
-        "reference runs on the leaderboard, never ranked.",
+        f"Asked for the reference runs of {pack_id} v{version}: oracle run #{oracle.pk} and "
+        f"null run #{null.pk}. Reference runs are listed on the leaderboard, never ranked.",
     )
-    return redirect(back)
+    return redirect(f"{reverse('runs:list')}?runs={oracle.pk},{null.pk}")

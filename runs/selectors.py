@@ -90,6 +90,7 @@ def run_list(
     version: int | None = None,
     agent: str = "",
     status: str = "",
+    run_ids: list[int] | None = None,
 ) -> QuerySet[Run]:
     """Runs the user may see, newest first, each with its latest evaluation's status and
     score (one query)."""
@@ -119,6 +120,8 @@ def run_list(
         )
     if status:
         runs = runs.filter(latest_status=status)
+    if run_ids:
+        runs = runs.filter(pk__in=run_ids)
     return runs.order_by("-created_at", "-id")
 
 

@@ -46,6 +46,7 @@ from runs.models import (
     WorkQueue,
 )
 from runs.pipeline import evaluation_dispatch, evaluation_finish_if_done
+from runs.state import REFERENCE_ORIGINS
 from runs.validity import candidate_violations_of, live_violations, run_apply_validity
 from verifiers.families import get_family
 from verifiers.oracle import null_candidate, oracle_candidate
@@ -57,8 +58,6 @@ from verifiers.verdict import Reason
 BULK_BATCH = 1000
 # The suffixes that tell the bundle reader an uploaded archive from a .jsonl file.
 BUNDLE_ARCHIVE_SUFFIXES = (".tar.gz", ".tgz", ".zip")
-# The runs a version's one-click "score the reference solutions" makes, in this order.
-REFERENCE_ORIGINS = (CandidateOrigin.ORACLE, CandidateOrigin.NULL)
 RESEND_BATCH = 100  # reference runs re-sent per reaper pass
 
 logger = logging.getLogger(__name__)

@@ -24,7 +24,7 @@ from packs.models import ContractVersion, VersionState
 from packs.pagination import paginate
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, privileged, progress, samples, selectors, validity
+from runs import access, modes, privileged, progress, samples, selectors, validity
 from runs.bundle import BundleRejected
 from runs.evaluators import (
     EvaluatorNotAllowed,
@@ -46,6 +46,7 @@ from runs.services import (
     evaluation_create,
     run_submit_bundle,
 )
+from runs.state import evaluation_states, one_moment, run_state, run_states
 
 RUNS_PER_PAGE = 50
 RESULTS_PER_PAGE = 50
@@ -78,16 +79,27 @@ def run_list(request: HttpRequest) -> HttpResponse:
         "agent": _cleaned(form, "agent"),
         "status": _cleaned(form, "status"),
     }
-    page = paginate(request, selectors.run_list(user=request.user, **filters), RUNS_PER_PAGE)
-    context = {
-        "page": page,
-        "filters": filters,
-        "filtered": any(value not in (None, "") for value in filters.values()),
-        "packs": selectors.packs_with_runs(),
-        "statuses": ["queued", "running", "done"],
-    }
-    template = "runs/run_list.html#run-table" if request.htmx else "runs/run_list.html"
-    return render(request, template, context)
+    run_ids = form.run_ids()
+    with one_moment():
+        runs = selectors.run_list(user=request.user, run_ids=run_ids, **filters)
+        page = paginate(request, runs, RUNS_PER_PAGE)
+        states = run_states(page.object_list)
+        context = {
+            "page": page,
+            "rows": [(run, states[run.pk]) for run in page.object_list],
+            # The table refreshes itself while a run it lists can still change.
+            "live": any(state.live for state in states.values()),
+            "filters": filters,
+            "run_ids": run_ids,
+            "filtered": bool(run_ids) or any(value not in (None, "") for value in filters.values()),
+            "packs": selectors.packs_with_runs(),
+            "statuses": ["queued", "running", "done"],
+        }
+        template = "runs/run_list.html#run-table" if request.htmx else "runs/run_list.html"
+        response = render(request, template, context)
+    if request.htmx and not context["live"]:
+        response.status_code = HTMX_STOP_POLLING
+    return response
 
 
 # --- submit --------------------------------------------------------------------------------
@@ -175,10 +187,11 @@ def _run_submit_post(request: HttpRequest) -> HttpResponse:
         return _submit_page(
             request, form, problems=list(rejected.problems), more=context_more, status=400
         )
+    # What was done, not a state: the page below shows the state, live.
     messages.success(
         request,
         f"Run {run.pk} stored with {run.candidate_count} candidates; "
-        f"evaluation {evaluation.number} is queued.",
+        f"evaluation {evaluation.number} scores them.",
     )
     if run.over_budget:
         notes = "; ".join(run.budget_notes)
@@ -244,31 +257,47 @@ def _results_context(request: HttpRequest, run: Run, evaluation: Evaluation) -> 
 @vary_on_headers("HX-Request", "HX-Target")
 @pack_access.browse_view
 def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(run_id, user=request.user)
-    evaluations = selectors.run_evaluations(run)
-    evaluation = _selected_evaluation(request, evaluations)
-    context: dict = {"run": run, "evaluation": evaluation, "evaluations": evaluations}
-    if evaluation is not None:
-        context.update(_results_context(request, run, evaluation))
-    whole_section = request.htmx and request.htmx.target == EVALUATION_VIEW
-    if request.htmx and evaluation is not None and not whole_section:
-        return render(request, "runs/run_detail.html#results", context)
-    context.update(
-        cv=run.contract_version,
-        pack=run.contract_version.pack,
-        usage=selectors.usage_totals(run),
-        comparable=selectors.comparable_runs(run),
-        can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
-        # The re-evaluate form's choice of scorer, or why this version has none.
-        scorers=allowed_evaluators(run.contract_version.contract),
-        scoring_problem=scoring_problem(run.contract_version.contract),
-    )
-    if evaluation is not None:
-        context.update(_evaluation_context(evaluation, evaluations))
-        if context["samples"]:
-            context["task_passes"] = _task_passes(request, run, evaluation)
-    template = "runs/run_detail.html#evaluation-view" if whole_section else "runs/run_detail.html"
-    return render(request, template, context)
+    # Every read of one moment (runs.state): header, card, tables and episodes agree.
+    with one_moment():
+        run = selectors.run_get(run_id, user=request.user)
+        evaluations = selectors.run_evaluations(run)
+        evaluation = _selected_evaluation(request, evaluations)
+        states = evaluation_states(run, evaluations)
+        context: dict = {
+            "run": run,
+            "evaluation": evaluation,
+            "evaluations": evaluations,
+            "evaluation_rows": [(e, states[e.pk]) for e in evaluations],
+            # The run's state is its latest evaluation's; the card shows the selected one.
+            "run_state": states[evaluations[0].pk] if evaluations else run_state(run),
+        }
+        context["state"] = states[evaluation.pk] if evaluation else context["run_state"]
+        if evaluation is not None:
+            context.update(_results_context(request, run, evaluation))
+        whole_section = request.htmx and request.htmx.target == EVALUATION_VIEW
+        if request.htmx and evaluation is not None and not whole_section:
+            return render(request, "runs/run_detail.html#results", context)
+        context.update(
+            cv=run.contract_version,
+            pack=run.contract_version.pack,
+            usage=selectors.usage_totals(run),
+            comparable=selectors.comparable_runs(run),
+            can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
+            # The re-evaluate form's choice of scorer, or why this version has none.
+            scorers=allowed_evaluators(run.contract_version.contract),
+            scoring_problem=scoring_problem(run.contract_version.contract),
+            oob=bool(whole_section),
+        )
+        if (section := modes.run_section(run.mode)) is not None:
+            context["run_section"] = section(request, run)
+        if evaluation is not None:
+            context.update(_evaluation_context(evaluation, evaluations))
+            if context["samples"]:
+                context["task_passes"] = _task_passes(request, run, evaluation)
+        template = (
+            "runs/run_detail.html#evaluation-view" if whole_section else "runs/run_detail.html"
+        )
+        return render(request, template, context)
 
 
 def _evaluation_context(evaluation: Evaluation, evaluations: list[Evaluation]) -> dict:
@@ -296,14 +325,16 @@ def _task_passes(request: HttpRequest, run: Run, evaluation: Evaluation) -> Page
 @require_GET
 @pack_access.browse_view
 def evaluation_progress(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
-    run = selectors.run_get(run_id, user=request.user)
-    evaluation = selectors.evaluation_get(run, number)
-    context = {
-        "run": run,
-        "evaluation": evaluation,
-        "progress": progress.evaluation_progress(evaluation),
-    }
-    response = render(request, "runs/run_detail.html#progress", context)
+    with one_moment():
+        run = selectors.run_get(run_id, user=request.user)
+        evaluation = selectors.evaluation_get(run, number)
+        context = {
+            "run": run,
+            "evaluation": evaluation,
+            "progress": progress.evaluation_progress(evaluation),
+            "state": run_state(run, evaluation),
+        }
+        response = render(request, "runs/run_detail.html#progress", context)
     if evaluation.is_done:
         # Stop polling. The final fragment (swapped all the same) loads the evaluation section
         # in place, so the score, chart and results appear without reloading the page.
@@ -333,7 +364,8 @@ def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
         return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
     messages.success(
         request,
-        f"Evaluation {evaluation.number} of run {run.pk} ({evaluation.evaluator}) is queued.",
+        f"Evaluation {evaluation.number} of run {run.pk} ({evaluation.evaluator}) created: "
+        "it scores the same candidates again.",
     )
     url = f"{reverse('runs:detail', args=[run.pk])}?evaluation={evaluation.number}"
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)

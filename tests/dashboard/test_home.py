@@ -101,9 +101,12 @@ def test_one_click_scores_the_reference_solutions_as_an_oracle_and_a_null_run(
     with django_capture_on_commit_callbacks() as sent:
         response = signed_in(reviewer).post(url, {"next": HOME})
 
-    assert response.status_code == 302 and response.url == HOME
     runs = {run.origin: run for run in Run.objects.filter(contract_version=cv)}
     assert set(runs) == {CandidateOrigin.ORACLE, CandidateOrigin.NULL}
+    # The button lands on exactly the two runs it made, with their live state.
+    oracle, null = runs[CandidateOrigin.ORACLE].pk, runs[CandidateOrigin.NULL].pk
+    assert response.status_code == 302
+    assert response.url == f"{reverse('runs:list')}?runs={oracle},{null}"
     # The web request stored two empty runs and left the references to a worker.
     assert all(run.submitted_by == reviewer and not run.candidate_count for run in runs.values())
     assert len(sent) == 1
@@ -148,6 +151,8 @@ def test_a_draft_takes_no_reference_run_from_the_button_and_stores_nothing(cv):
 
 
 def test_an_outside_next_address_is_not_followed(cv):
+    # `next` is where a refused request returns (a draft): never to another site.
+    make_draft(cv)
     url = reverse("runs:reference-runs", args=["arith", 1])
 
     response = signed_in(make_user("rev", "reviewer")).post(url, {"next": "https://evil.test/"})
@@ -282,6 +287,6 @@ def test_my_runs_list_a_submitters_own_runs_and_their_state_and_nobody_elses(cv)
 
     mine = section(home(me), "my-runs")
 
-    assert "my-scored" in mine and "my-open" in mine and "open (not submitted)" in mine
+    assert "my-scored" in mine and "my-open" in mine and "○ open" in mine
     assert "their-run" not in mine
     assert section(home(make_user("view", "viewer")), "my-runs") == ""

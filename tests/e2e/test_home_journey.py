@@ -65,33 +65,36 @@ def test_a_newcomer_scores_the_references_then_sees_an_agent_ranked_on_the_home_
     expect(button).to_be_visible()
     page.screenshot(path=SCREENSHOTS / "home-empty.png", full_page=True)
 
-    # Freeze the worker so the runs are caught in progress on the home page.
+    # Freeze the worker so the runs are caught being prepared.
     frozen = process.pause_worker()
     try:
         button.click()
-        page.wait_for_url(f"{base}/")
-        expect(page.locator(".messages")).to_contain_text(f"reference solutions of {PACK} v1")
-        # A worker builds the runs' candidates (references are read there only), then
-        # scores them: the section polls meanwhile.
-        running = page.locator("#now-running")
-        expect(running).to_have_attribute("hx-trigger", "every 2s")
-        expect(running.locator(".preparing-row")).to_have_count(2)
-        expect(running).to_contain_text("oracle (reference solutions)")
-        expect(running).to_contain_text("null (empty candidates)")
-        expect(running).to_contain_text("a worker is preparing its candidates")
-        page.screenshot(path=SCREENSHOTS / "home-running.png", full_page=True)
+        # The button lands on exactly its two runs, with their live state.
+        page.wait_for_url(re.compile(r"/runs/\?runs=\d+,\d+$"))
+        expect(page.locator(".messages")).to_contain_text(f"reference runs of {PACK} v1")
+        table = page.locator("#run-table")
+        expect(table).to_have_attribute("hx-trigger", "every 2s")
+        expect(table.locator("tbody tr")).to_have_count(2)
+        expect(table).to_contain_text("oracle (reference solutions)")
+        expect(table).to_contain_text("null (empty candidates)")
+        expect(table.locator(".status-preparing")).to_have_count(2)
+        page.screenshot(path=SCREENSHOTS / "reference-runs-preparing.png", full_page=True)
         page.evaluate("window.__noReload = 1")
     finally:
         process.resume_worker(frozen)
 
-    # The last poll stops polling and loads what finished into the page, in place.
+    # The list follows them to done by polling, then stops.
+    expect(table.locator(".status-done")).to_have_count(2, timeout=60_000)
+    expect(table).to_contain_text(f"{total} of {total} tasks finished (100 %)")
+    expect(table).not_to_have_attribute("hx-trigger", re.compile("every"))
+    assert page.evaluate("window.__noReload") == 1, "the page was reloaded"
+
+    page.goto(f"{base}/")
     latest = page.locator("#latest-results")
-    expect(latest).to_contain_text("oracle (reference solutions)", timeout=60_000)
+    expect(latest).to_contain_text("oracle (reference solutions)")
     expect(latest).to_contain_text("null (empty candidates)")
     expect(latest).to_contain_text(f"{total} / {total}")
-    expect(running).to_contain_text("the workers are idle")
-    expect(running).not_to_have_attribute("hx-trigger", re.compile("every"))
-    assert page.evaluate("window.__noReload") == 1, "the page was reloaded"
+    expect(page.locator("#now-running")).to_contain_text("the workers are idle")
     # Reference runs are never ranked.
     expect(page.locator("#board-tops")).to_contain_text("No ranked run yet")
     page.screenshot(path=SCREENSHOTS / "home-references-done.png", full_page=True)

@@ -65,7 +65,7 @@ def test_a_terminal_episodes_commands_outputs_and_files_read_on_the_result_page(
 
     # The run page lists the episode (polling, no reload); its task leads to the result.
     row = page.locator("#episodes table.episodes-table tbody tr", has_text=TASK)
-    expect(row.locator(".status-done")).to_have_count(1, timeout=60_000)
+    expect(row.locator(".episode-done")).to_have_count(1, timeout=60_000)
     expect(row.locator(".status-passed")).to_have_count(1, timeout=60_000)
     assert page.evaluate("window.__noReload") == 1, "the page was reloaded"
     row.locator("td a", has_text=TASK).first.click()

@@ -242,7 +242,10 @@ def test_the_run_page_loads_the_episodes_and_says_what_to_do_before_the_first(cv
     run_page = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
     partial = client.get(episodes_url(run), **HX)
 
-    assert f'hx-get="{episodes_url(run)}" hx-trigger="load"' in run_page
+    # The run page holds the episodes in its own answer, and refreshes them with its state.
+    assert "No episode yet: point a CUBE client at the URL you were given" in run_page
+    run_url = reverse("runs:detail", args=[run.pk])
+    assert f'<div id="evaluation-view" hx-get="{run_url}" hx-trigger="every 2s"' in run_page
     assert partial.status_code == 200
     body = partial.content.decode()
     assert "No episode yet: point a CUBE client at the URL you were given" in body
@@ -279,7 +282,9 @@ def test_the_episodes_table_polls_while_episodes_are_scored_and_stops_when_done(
     assert len(rows) == 2
     q1 = result_of(run, "q1")
     assert f'href="{reverse("runs:result", args=[run.pk, q1.pk])}"' in rows[0]
-    assert "✓ done" in rows[0] and "✓ passed" in rows[0] and "1.00" in rows[0]
+    # The episode's lifecycle and its verdict are two things, and only the verdict is a pass.
+    assert "■ done" in rows[0] and "✓ passed" in rows[0] and "1.00" in rows[0]
+    assert "■ done" in rows[1] and not any("✓ done" in row for row in rows)
     assert "✗ failed" in rows[1] and "wrong_answer" in rows[1] and "0.00" in rows[1]
     assert "URL closed" in body and "Revoke URL" not in body
     # q3 was never attempted: its result is the missing candidate, not an episode.
@@ -295,14 +300,14 @@ def test_the_episodes_table_is_paginated(cv, monkeypatch):
     client = signed_in(owner)
 
     first = client.get(episodes_url(opened.run), **HX).content.decode()
-    second = client.get(episodes_url(opened.run), {"page": 2}, **HX).content.decode()
+    second = client.get(episodes_url(opened.run), {"episodes_page": 2}, **HX).content.decode()
 
-    assert "1–2 of 3" in first and f'href="{episodes_url(opened.run)}?page=2"' in first
+    assert "1–2 of 3" in first and 'href="?episodes_page=2"' in first
     # Whole words: a CSRF token may hold "q1" by chance.
     assert "3–3 of 3" in second and re.search(r"\bq3\b", second)
     assert not re.search(r"\bq1\b", second)
     # The second page polls itself, not the first.
-    assert f'hx-get="{episodes_url(opened.run)}?page=2" hx-trigger="every 2s"' in second
+    assert f'hx-get="{episodes_url(opened.run)}?episodes_page=2" hx-trigger="every 2s"' in second
 
 
 def test_the_owner_revokes_the_url_and_it_answers_not_valid(cv):

@@ -117,7 +117,7 @@ def test_an_htmx_filter_request_gets_only_the_table(client, cv):
     response = client.get(reverse("runs:list"), {"agent": "alp"}, HTTP_HX_REQUEST="true")
 
     body = response.content.decode()
-    assert body.lstrip().startswith('<div id="run-table">')
+    assert body.lstrip().startswith('<div id="run-table"')
     assert "<html" not in body and "alpha" in body
     assert "HX-Request" in response["Vary"]
 
@@ -179,7 +179,7 @@ def test_submitting_a_bundle_stores_the_run_and_queues_its_evaluation(client, su
     assert run.source == RunSource.FORM and run.submitted_by == submitter
     assert run.evaluations.get().number == 1
     body = page(client, response["Location"])
-    assert f"Run {run.pk} stored with 2 candidates; evaluation 1 is queued." in body
+    assert f"Run {run.pk} stored with 2 candidates; evaluation 1 scores them." in body
 
 
 def test_the_agent_name_can_come_from_the_bundles_run_line(client, submitter, cv):
@@ -351,14 +351,16 @@ def test_a_running_evaluation_polls_and_says_why_it_waits(client, cv, settings):
     evaluation.results.filter(status=RUNNING).update(attempts=2)
 
     body = page(client, run_url(run))
-    progress = reverse("runs:progress", args=[run.pk, 1])
 
-    assert f'hx-get="{progress}" hx-trigger="every 2s"' in body
+    # The whole live section refreshes itself (header, card, table and results together).
+    assert f'<div id="evaluation-view" hx-get="{run_url(run)}" hx-trigger="every 2s"' in body
     assert "2 tasks waiting for a sandbox worker" in body
     assert "1 task being verified now" in body
     assert "1 retrying after a worker restart, attempt 2 of 3" in body
     assert "2 of 5 tasks finished (40 %)" in body
-    assert 'class="seg seg-running"' in body and "queued: 2 (40.0 %)" in body
+    # Only finished verdicts are drawn: open work (running, queued) has no segment.
+    assert 'class="seg seg-passed"' in body and 'class="seg seg-pending"' in body
+    assert "seg-running" not in body and "seg-queued" not in body
 
 
 def test_a_queued_evaluation_shows_its_position_in_the_queue(client, cv):
@@ -387,7 +389,7 @@ def test_the_progress_fragment_answers_286_once_the_evaluation_is_done(client, c
     assert "every 2s" not in body
     assert "Scoring is finished." in body and "(100 %)" in body
     assert running.status_code == 200
-    assert 'hx-trigger="every 2s"' in running.content.decode()
+    assert "3 of 5 tasks finished (60 %)" in running.content.decode()
     assert client.get(reverse("runs:progress", args=[run.pk, 7])).status_code == 404
 
 
