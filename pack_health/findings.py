@@ -175,8 +175,12 @@ def collect(report: HealthReport) -> Collected:
         )
     collected.checked = {
         HealthCheck.ORACLE: sum(r.has_candidate for r in first.values()),
+        # A first run that ended in an error leaves nothing to repeat (repeat_findings).
         HealthCheck.REPEAT: sum(
-            r.has_candidate and second.get(pk) is not None and second[pk].has_candidate
+            r.has_candidate
+            and r.status != ResultStatus.ERROR
+            and second.get(pk) is not None
+            and second[pk].has_candidate
             for pk, r in first.items()
         ),
         HealthCheck.NULL: sum(r.has_candidate for r in empty.values()),
