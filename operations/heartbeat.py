@@ -23,6 +23,7 @@ from django.db import DatabaseError, close_old_connections
 from django.utils import timezone
 
 from verifiers.sandbox import SandboxUnavailable, get_sandbox
+from verifiers.sandbox.docker_engine import fallback_image
 
 logger = logging.getLogger(__name__)
 
@@ -38,23 +39,25 @@ class WorkerFacts:
     concurrency: int
     sandbox: str = ""
     images: list[str] = field(default_factory=list)
+    fallback_image: str = ""
 
 
-def sandbox_facts() -> tuple[str, list[str]]:
-    """The backend this host's verifications would use, and the images it holds (Docker)."""
+def sandbox_facts() -> tuple[str, list[str], str]:
+    """The backend this host's verifications would use, the images it holds (Docker), and
+    the local image that stands in for a pack's image it lacks and cannot pull ("": none)."""
     try:
         sandbox = get_sandbox()
     except SandboxUnavailable as exc:
-        return f"none ({exc})"[:200], []
+        return f"none ({exc})"[:200], [], ""
     client = getattr(sandbox, "client", None)
     if client is None:
-        return sandbox.name, []
+        return sandbox.name, [], ""
     try:
         tags = sorted({tag for image in client.images.list() for tag in image.tags})
     except Exception as exc:  # noqa: BLE001 - the engine went away between two calls
         logger.warning("could not list the Docker images: %s", exc)
         tags = []
-    return sandbox.name, tags[:MAX_IMAGES]
+    return sandbox.name, tags[:MAX_IMAGES], fallback_image(client) or ""
 
 
 def beat_record(facts: WorkerFacts, *, started: bool = False) -> None:
@@ -71,6 +74,7 @@ def beat_record(facts: WorkerFacts, *, started: bool = False) -> None:
         "concurrency": facts.concurrency,
         "sandbox": facts.sandbox,
         "images": facts.images,
+        "fallback_image": facts.fallback_image[:255],
         "last_seen": now,
         "stopped_at": None,
     }
@@ -130,7 +134,7 @@ class Heartbeat(bootsteps.StartStopStep):
             return
         if self.beats % PROBE_EVERY == 0 or _probe_requested.is_set():
             _probe_requested.clear()
-            facts.sandbox, facts.images = sandbox_facts()
+            facts.sandbox, facts.images, facts.fallback_image = sandbox_facts()
         self.beats += 1
         self._safely(lambda: beat_record(facts, started=started))
 

@@ -17,6 +17,9 @@ class WorkerBeat(models.Model):
     sandbox = models.CharField(max_length=200, blank=True)
     # The Docker images present on the host (tags), for the images panel; [] on bwrap.
     images = models.JSONField(default=list)
+    # The local image a Docker host runs a pack's image in when it lacks that image and cannot
+    # pull it (verifiers.sandbox.docker_engine.fallback_image); blank: none, such checks wait.
+    fallback_image = models.CharField(max_length=255, blank=True)
     started_at = models.DateTimeField()
     last_seen = models.DateTimeField(db_index=True)
     stopped_at = models.DateTimeField(null=True, blank=True)

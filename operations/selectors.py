@@ -8,6 +8,7 @@ same reads serve SQLite with the filesystem broker and PostgreSQL with Redis.
 
 from __future__ import annotations
 
+import hashlib
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -145,6 +146,25 @@ def workers(now: datetime | None = None) -> tuple[list[WorkerBeat], list[WorkerB
     alive = [b for b in recent if b.last_seen >= alive_since and b.stopped_at is None]
     gone = [b for b in recent if b not in alive]
     return alive, gone
+
+
+USABLE_SANDBOXES = ("docker", "bwrap")
+
+
+def sandbox_capability(now: datetime | None = None) -> str:
+    """pack_health.hooks' provider: "" when no live worker consuming the sandbox queue has a
+    usable backend; else a digest of those workers (node, start, backend, images, fallback),
+    which changes when one starts or restarts, gets an image or loses its backend."""
+    alive, _gone = workers(now)
+    able = sorted(
+        (beat.node, beat.started_at.isoformat(), beat.sandbox, *sorted(beat.images or []),
+         beat.fallback_image)
+        for beat in alive
+        if beat.sandbox in USABLE_SANDBOXES and "sandbox" in beat.queues.split(",")
+    )  # fmt: skip
+    if not able:
+        return ""
+    return hashlib.sha256(repr(able).encode()).hexdigest()[:32]
 
 
 @dataclass(frozen=True)

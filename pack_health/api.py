@@ -32,6 +32,9 @@ class CheckCountSerializer(serializers.Serializer):
     failing = serializers.IntegerField()
     warning = serializers.IntegerField()
     info = serializers.IntegerField()
+    not_checked = serializers.IntegerField(
+        help_text="items the site's infrastructure could not check (no sandbox, no image)"
+    )
 
 
 class FindingSerializer(serializers.Serializer):
@@ -56,10 +59,13 @@ class ReportSerializer(serializers.Serializer):
     trigger = serializers.CharField()
     status = serializers.CharField(help_text="queued, running or done")
     verdict = serializers.CharField(
-        allow_blank=True, help_text="healthy, warnings or failing; empty until done"
+        allow_blank=True,
+        help_text="healthy, warnings, not_checked (the site could not run some checks: not"
+        " the pack's fault; checked again automatically) or failing; empty until done",
     )
     badge = serializers.CharField(
-        help_text="healthy, warnings, failing, running, queued or error (checks did not run)"
+        help_text="healthy, warnings, not_checked, failing, running, queued or error (checks"
+        " did not run)"
     )
     counts = serializers.DictField(child=CheckCountSerializer())
     timing = serializers.DictField()
@@ -151,6 +157,7 @@ def _count(row: selectors.CheckCount) -> dict[str, int]:
         "failing": row.failing,
         "warning": row.warning,
         "info": row.info,
+        "not_checked": row.not_checked,
     }
 
 

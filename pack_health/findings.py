@@ -34,6 +34,10 @@ class ResultRow:
     reason: str
     seconds: float | None
     has_candidate: bool
+    # Public facts of the worker that scored it: what an infrastructure error is explained by.
+    backend: str = ""
+    image: str = ""
+    worker: str = ""
 
 
 @dataclass
@@ -64,14 +68,13 @@ def _rows(run_id: int) -> dict[int, ResultRow]:
         "failure_reason",
         "duration_seconds",
         "candidate_id",
+        "sandbox_backend",
+        "sandbox_image",
+        "worker",
     )
     return {
-        task_pk: ResultRow(
-            pk, task_pk, task_id, position, status, reason, seconds, cand is not None
-        )
-        for pk, task_pk, task_id, position, status, reason, seconds, cand in rows.iterator(
-            chunk_size=ID_CHUNK
-        )
+        row[1]: ResultRow(*row[:7], row[7] is not None, *row[8:])
+        for row in rows.iterator(chunk_size=ID_CHUNK)
     }
 
 
@@ -96,7 +99,23 @@ def _outcome(row: ResultRow | None, outputs: dict[int, str]) -> Outcome | None:
     if row is None or not row.has_candidate:
         return None
     return Outcome(
-        row.status, row.reason or None, float(row.seconds or 0.0), outputs.get(row.pk, "")
+        row.status,
+        row.reason or None,
+        float(row.seconds or 0.0),
+        outputs.get(row.pk, ""),
+        cause=_cause(row),
+    )
+
+
+def _cause(row: ResultRow) -> str:
+    """An infrastructure error in words, from the result's public columns only (its sealed
+    output is never read for this): the backend the worker had, the image it could not get
+    and the worker's host (``host:pid``, as runs.pipeline.worker_name writes it)."""
+    if row.status != ResultStatus.ERROR or row.reason not in pack_findings.INFRASTRUCTURE_REASONS:
+        return ""
+    host = row.worker.rpartition(":")[0] or row.worker
+    return pack_findings.infrastructure_cause(
+        row.reason, backend=row.backend, image=row.image, host=host
     )
 
 
@@ -156,8 +175,12 @@ def collect(report: HealthReport) -> Collected:
         )
     collected.checked = {
         HealthCheck.ORACLE: sum(r.has_candidate for r in first.values()),
+        # A first run that ended in an error leaves nothing to repeat (repeat_findings).
         HealthCheck.REPEAT: sum(
-            r.has_candidate and second.get(pk) is not None and second[pk].has_candidate
+            r.has_candidate
+            and r.status != ResultStatus.ERROR
+            and second.get(pk) is not None
+            and second[pk].has_candidate
             for pk, r in first.items()
         ),
         HealthCheck.NULL: sum(r.has_candidate for r in empty.values()),

@@ -23,12 +23,16 @@ class ReportStatus(models.TextChoices):
 class ReportVerdict(models.TextChoices):
     HEALTHY = "healthy", "healthy"
     WARNINGS = "warnings", "warnings"
+    # Some check could not run because of the site (verifiers.pack_findings.NOT_CHECKED).
+    NOT_CHECKED = "not_checked", "not checked — infrastructure"
     FAILING = "failing", "failing"
 
 
 class ReportTrigger(models.TextChoices):
     UPLOAD = "upload", "on upload"
     ON_DEMAND = "on_demand", "on demand"
+    # The sweep's own: the last report could not run its checks, and now a worker can.
+    RECHECK = "recheck", "checked again automatically"
 
 
 class HealthCheck(models.TextChoices):
@@ -41,6 +45,7 @@ class HealthCheck(models.TextChoices):
 
 class Severity(models.TextChoices):
     FAILING = "failing", "failing"
+    NOT_CHECKED = "not_checked", "not checked — infrastructure"
     WARNING = "warning", "warning"
     INFO = "info", "info"
 
@@ -65,6 +70,9 @@ class HealthReport(models.Model):
     timing = models.JSONField(default=dict)
     # When the checks themselves could not run (not a finding about the pack).
     error = models.TextField(blank=True)
+    # A not-checked report: what the workers able to run sandboxed checks looked like when it
+    # finished (pack_health.hooks.sandbox_capability). The sweep checks again once it changes.
+    workers_seen = models.CharField(max_length=64, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)

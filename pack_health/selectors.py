@@ -29,7 +29,12 @@ OPEN_REPORT_STATUSES = (ReportStatus.QUEUED, ReportStatus.RUNNING)
 # The report's runs in the order the checks are explained.
 RUN_ORDER = ("oracle", "repeat", "null", "adversarial")
 # Failing findings first, then warnings, then notes; within a severity, in the order found.
-SEVERITY_ORDER = {Severity.FAILING: 0, Severity.WARNING: 1, Severity.INFO: 2}
+SEVERITY_ORDER = {
+    Severity.FAILING: 0,
+    Severity.NOT_CHECKED: 1,
+    Severity.WARNING: 2,
+    Severity.INFO: 3,
+}
 
 
 def can_see_findings(user: Any, pack: Pack) -> bool:
@@ -100,6 +105,7 @@ class CheckCount:
     failing: int
     warning: int
     info: int
+    not_checked: int = 0
 
 
 CHECK_LABELS = {
@@ -124,6 +130,7 @@ def check_counts(report: HealthReport) -> list[CheckCount]:
                 failing=int(counts.get("failing", 0)),
                 warning=int(counts.get("warning", 0)),
                 info=int(counts.get("info", 0)),
+                not_checked=int(counts.get("not_checked", 0)),
             )
         )
     return rows
@@ -147,6 +154,26 @@ def _severity_rank() -> Case:
         default=Value(9),
         output_field=IntegerField(),
     )
+
+
+MAX_CAUSES = 5
+
+
+def infrastructure_causes(report: HealthReport) -> list[str]:
+    """Why the report's not-checked findings could not run, each cause once (public words:
+    built from backend, image and host names, never from verifier output; no task named)."""
+    causes = (
+        report.findings.filter(severity=Severity.NOT_CHECKED)
+        .values_list("evidence__cause", flat=True)
+        .distinct()
+        .order_by()
+    )
+    return sorted({cause for cause in causes[: MAX_CAUSES * 4] if cause})[:MAX_CAUSES]
+
+
+def severities_found(report: HealthReport) -> set[str]:
+    """The severities the report's findings have (the filter offers only these)."""
+    return set(report.findings.values_list("severity", flat=True).distinct().order_by())
 
 
 def findings_with_sealed_evidence(report: HealthReport) -> set[int]:
@@ -174,7 +201,8 @@ def report_runs(report: HealthReport) -> list[HealthRun]:
 
 
 def badge_of(report: HealthReport | None) -> str:
-    """The word the badge shows: healthy, warnings, failing, running, queued, error or none."""
+    """The word the badge shows: healthy, warnings, not_checked, failing, running, queued,
+    error or none."""
     if report is None:
         return "none"
     if report.status != ReportStatus.DONE:

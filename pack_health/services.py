@@ -26,11 +26,11 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import PermissionDenied
 from django.db import transaction
-from django.db.models import Max, Q
+from django.db.models import Max, OuterRef, Q, Subquery
 from django.utils import timezone
 
 from job_queue import send_job
-from pack_health import selectors
+from pack_health import hooks, selectors
 from pack_health.findings import Collected, collect
 from pack_health.models import (
     HealthCheck,
@@ -39,6 +39,7 @@ from pack_health.models import (
     HealthRun,
     ReportStatus,
     ReportTrigger,
+    ReportVerdict,
 )
 from packs.blobs import blob_cache
 from packs.models import ContractVersion, Pack, PublishPolicy, Task, VersionState
@@ -359,7 +360,13 @@ def _record(report_id: int, collected: Collected) -> bool:
         report.timing = collected.timing
         report.status = ReportStatus.DONE
         report.finished_at = timezone.now()
-        report.save(update_fields=["counts", "verdict", "timing", "status", "finished_at"])
+        if report.verdict == ReportVerdict.NOT_CHECKED:
+            # What the workers were when it could not be checked: the sweep tries again once
+            # that changes (health_sweep, _rechecks_due).
+            report.workers_seen = hooks.sandbox_capability() or ""
+        report.save(
+            update_fields=["counts", "verdict", "timing", "status", "finished_at", "workers_seen"]
+        )
         _auto_publish(report)
     return True
 
@@ -391,8 +398,9 @@ def _auto_publish(report: HealthReport) -> None:
 
 
 def health_sweep(*, now: Any = None) -> dict[str, int]:
-    """Finish running reports whose last finish message was lost, and send again the start
-    of reports queued for longer than the redispatch age (a lost message, a dead worker)."""
+    """Finish running reports whose last finish message was lost, send again the start of
+    reports queued for longer than the redispatch age (a lost message, a dead worker), and
+    check again the versions whose last report could not run its checks (_rechecks_due)."""
     now = now or timezone.now()
     finished = sum(
         health_finish_if_done(pk)
@@ -409,7 +417,63 @@ def health_sweep(*, now: Any = None) -> dict[str, int]:
     )
     for pk in restarted:
         _send_start(pk)
-    return {"finished": finished, "restarted": len(restarted)}
+    due = _rechecks_due(now)
+    for report in due:
+        # Idempotent: a version whose report is already open gets that one back.
+        health_request(report.contract_version, trigger=ReportTrigger.RECHECK)
+    return {"finished": finished, "restarted": len(restarted), "rechecked": len(due)}
+
+
+# At most this many automatic re-checks in a row: a pack that kills its worker every time, or
+# a host that never gets its image, stops costing work (a maintainer's "check again" and a
+# new version start over).
+MAX_RECHECKS = 5
+RECHECK_BATCH = 50
+
+
+def _rechecks_due(now: Any) -> list[HealthReport]:
+    """Latest reports that are not checked because of the site, due to be checked again: a
+    live worker can run sandboxed checks, and either the workers changed since the report
+    finished (a worker started, an image arrived) or it has waited long enough, the wait
+    doubling with each re-check in a row, and fewer than MAX_RECHECKS were made."""
+    capability = hooks.sandbox_capability()
+    if capability == "":
+        return []  # no live worker could run them: wait for one
+    base = timedelta(seconds=settings.SECUREBENCH_HEALTH_RECHECK_SECONDS)
+    latest = HealthReport.objects.filter(contract_version=OuterRef("contract_version")).order_by(
+        "-number"
+    )
+    reports = (
+        HealthReport.objects.filter(status=ReportStatus.DONE, verdict=ReportVerdict.NOT_CHECKED)
+        .filter(pk=Subquery(latest.values("pk")[:1]))
+        .select_related("contract_version")
+        .order_by("finished_at")[:RECHECK_BATCH]
+    )
+    due = []
+    for report in reports:
+        streak = _recheck_streak(report)
+        if streak >= MAX_RECHECKS:
+            continue
+        changed = capability is not None and capability != report.workers_seen
+        waited = report.finished_at is not None and now - report.finished_at >= base * 2**streak
+        if changed or waited:
+            due.append(report)
+    return due
+
+
+def _recheck_streak(report: HealthReport) -> int:
+    """Automatic re-checks in a row up to this report (0 when a person or an upload asked)."""
+    if report.trigger != ReportTrigger.RECHECK:
+        return 0
+    asked = (
+        report.contract_version.health_reports.exclude(trigger=ReportTrigger.RECHECK)
+        .filter(number__lt=report.number)
+        .aggregate(top=Max("number"))["top"]
+        or 0
+    )
+    return report.contract_version.health_reports.filter(
+        trigger=ReportTrigger.RECHECK, number__gt=asked, number__lte=report.number
+    ).count()
 
 
 # --- publish --------------------------------------------------------------------------------------
@@ -428,6 +492,11 @@ def override_needed(version: ContractVersion) -> str:
         return "its health checks are still running"
     if report.error or not report.verdict:
         return "its health checks could not run"
+    if report.verdict == ReportVerdict.NOT_CHECKED:
+        return (
+            "some of its checks could not run because of the site's infrastructure (they run"
+            " again automatically once a worker can)"
+        )
     if not selectors.is_clean(report):
         return "its health report is failing"
     return ""

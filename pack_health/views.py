@@ -21,7 +21,7 @@ from django.views.decorators.vary import vary_on_headers
 from django_htmx.http import HTMX_STOP_POLLING
 
 from pack_health import selectors, services
-from pack_health.models import HealthReport, ReportStatus, Severity
+from pack_health.models import HealthReport, ReportStatus, ReportVerdict, Severity
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.models import ContractVersion, VersionState
@@ -75,6 +75,9 @@ def report_context(
         "insider": insider,
         "debug_mode": privileged.debug_mode(request) if insider else None,
         "is_draft": version.state == VersionState.DRAFT,
+        "causes": selectors.infrastructure_causes(report)
+        if report is not None and report.verdict == ReportVerdict.NOT_CHECKED
+        else [],
         "report_url": reverse("pack_health:report", args=[pack.pack_id, version.version]),
     }
     if insider:
@@ -100,7 +103,7 @@ def _page_context(
             "page": page,
             "severity": severity,
             "check": check,
-            "severities": Severity.choices,
+            "severities": _severities(report, severity),
             "checks": CHECKS,
             "sealed_ids": selectors.findings_with_sealed_evidence(report),
             "runs": selectors.report_runs(report),
@@ -111,6 +114,13 @@ def _page_context(
         "reason": "",
     }
     return context
+
+
+def _severities(report: HealthReport, selected: str) -> list[tuple[str, str]]:
+    """The filter offers the severities the report has: a report with no failing finding
+    never shows the word "failing"."""
+    found = selectors.severities_found(report) | {selected}
+    return [(value, label) for value, label in Severity.choices if value in found]
 
 
 @require_GET

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -37,11 +37,17 @@ from verifiers.sandbox import (
 )
 from verifiers.scoring import VerifierSettings, is_text_family, verify
 from verifiers.task import Candidate, TaskLanes
+from verifiers.verdict import Verdict
 
 # Families whose verifiers run candidates in a sandbox (the others are pure functions).
 SANDBOXED_FAMILIES = frozenset({"code_completion", "repo_patch", "terminal_task"})
 # Verdicts of the health report, and the exit status the command gives each (CI reads it).
-EXIT_STATUS = {pack_findings.HEALTHY: 0, pack_findings.WARNINGS: 1, pack_findings.FAILING: 2}
+EXIT_STATUS = {
+    pack_findings.HEALTHY: 0,
+    pack_findings.WARNINGS: 1,
+    pack_findings.FAILING: 2,
+    pack_findings.NOT_CHECKED: 4,
+}
 EXIT_INVALID = 3
 PROGRESS_SECONDS = 2.0  # between progress lines
 
@@ -236,7 +242,7 @@ def check_task(task: TaskLanes, settings: VerifierSettings) -> TaskChecks:
     def outcome(candidate: Candidate | None) -> Outcome | None:
         if candidate is None:
             return None
-        return Outcome.of_verdict(verify(task, candidate, settings))
+        return _outcome(verify(task, candidate, settings), settings)
 
     oracle = oracle_candidate(task)
     first = outcome(oracle)
@@ -247,9 +253,21 @@ def check_task(task: TaskLanes, settings: VerifierSettings) -> TaskChecks:
         repeat=outcome(oracle) if first is not None and first.status != "pending" else None,
         null=outcome(null_candidate(task)),
         attacks=tuple(
-            (attack, Outcome.of_verdict(verify(task, attack.candidate, settings)))
+            (attack, _outcome(verify(task, attack.candidate, settings), settings))
             for attack in attack_candidates(task)
         ),
+    )
+
+
+def _outcome(verdict: Verdict, settings: VerifierSettings) -> Outcome:
+    """The verdict as the rules see it; a check this machine could not run says why."""
+    found = Outcome.of_verdict(verdict)
+    if verdict.reason not in pack_findings.INFRASTRUCTURE_REASONS:
+        return found
+    chosen = settings.sandbox
+    backend = chosen.name if chosen is not None and chosen.name != UnavailableSandbox.name else ""
+    return replace(
+        found, cause=pack_findings.infrastructure_cause(found.reason or "", backend=backend)
     )
 
 

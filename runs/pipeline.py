@@ -18,7 +18,7 @@ import threading
 import uuid
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -43,6 +43,7 @@ from runs.models import (
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 from verifiers.sandbox.docker_engine import (
     docker_client,
+    image_refused,
     pull_observer,
     remove_stale_containers,
 )
@@ -228,35 +229,52 @@ def score_results(result_ids: list[int], *, worker: str | None = None) -> int:
     if not claim.results:
         return 0  # a duplicate or late message: somebody else has these
     lanes = evaluator_lanes_for_tasks([result.task for result in claim.results])
+    sandbox = worker_sandbox() if _needs_sandbox(claim.results) else None
     verifier_settings = VerifierSettings(
-        sandbox=worker_sandbox() if _needs_sandbox(claim.results) else None,
-        allowed_commands=settings.SECUREBENCH_ALLOWED_VERIFIER_COMMANDS,
+        sandbox=sandbox, allowed_commands=settings.SECUREBENCH_ALLOWED_VERIFIER_COMMANDS
     )
     verdicts: list[tuple[TaskResult, Verdict]] = []
     with LeaseHeartbeat(claim.token):
         for result in claim.results:
             candidate = verifier_candidate(result.candidate) if result.candidate else None
-            with waits_shown(claim.token, result.pk):
+            with waits_shown(claim.token, result.pk) as refused:
                 verdict = verify(lanes[result.task_id], candidate, verifier_settings)
-            verdicts.append((result, verdict))
+            verdicts.append((result, _unavailable_facts(verdict, sandbox, refused)))
     results_record(claim.token, verdicts)
     return len(verdicts)
 
 
 @contextmanager
-def waits_shown(token: uuid.UUID, result_id: int) -> Iterator[None]:
+def waits_shown(token: uuid.UUID, result_id: int) -> Iterator[list[str]]:
     """While a verification waits for its sandbox's image to be pulled, its result says so
-    (under the claim's lease: a result taken over by another worker is not touched)."""
+    (under the claim's lease: a result taken over by another worker is not touched). Yields
+    the images the verification could not get (docker_engine.image_refused)."""
 
     def observe(image: str, waiting: bool) -> None:
         note = f"pulling image {image}"[:255] if waiting else ""
         TaskResult.objects.filter(pk=result_id, lease_token=token).update(waiting_for=note)
 
+    refused: list[str] = []
     reset = pull_observer.set(observe)
+    reset_refused = image_refused.set(refused.append)
     try:
-        yield
+        yield refused
     finally:
+        image_refused.reset(reset_refused)
         pull_observer.reset(reset)
+
+
+def _unavailable_facts(verdict: Verdict, sandbox: Sandbox | None, refused: list[str]) -> Verdict:
+    """A sandbox_unavailable verdict names, in its public columns, the backend this worker
+    had ("" for none) and the image it could not get: the health report explains the error
+    from these (pack_health.findings), never from the verifier's output."""
+    if verdict.reason != Reason.SANDBOX_UNAVAILABLE:
+        return verdict
+    return replace(
+        verdict,
+        sandbox_backend=verdict.sandbox_backend or (sandbox.name if sandbox else ""),
+        sandbox_image=verdict.sandbox_image or (refused[-1] if refused else ""),
+    )
 
 
 def _needs_sandbox(results: list[TaskResult]) -> bool:

@@ -378,6 +378,10 @@ SECUREBENCH_HEALTH_ON_UPLOAD = env_bool("SECUREBENCH_HEALTH_ON_UPLOAD", True)
 # publishes it. Off, versions are published as they are stored and their checks only report:
 # for a site whose every author is trusted, and for test and benchmark sites about other things.
 SECUREBENCH_PUBLISH_GATE = env_bool("SECUREBENCH_PUBLISH_GATE", True)
+# A report whose checks could not run because of the site (no sandbox, an image a worker could
+# not get, a worker gone) is checked again by the beat's sweep as soon as the live workers
+# change, or else after this long, the wait doubling with each re-check in a row (at most 5).
+SECUREBENCH_HEALTH_RECHECK_SECONDS = env_int("SECUREBENCH_HEALTH_RECHECK_SECONDS", 600)
 # Operations (/operations/, /metrics). Workers write a heartbeat every HEARTBEAT seconds and count
 # as alive for WORKER_ALIVE seconds after the last one; a queue whose oldest item has waited
 # STALL seconds with no claim in that time is shown as stalled.

@@ -215,7 +215,13 @@ def test_the_json_report_shape(make_pack):
     assert status == 0
     assert set(report) == {"pack", "verdict", "counts", "findings", "timing"}
     assert set(report["counts"]) == set(CHECKS)
-    assert set(report["counts"]["oracle"]) == {"checked", "failing", "warning", "info"}
+    assert set(report["counts"]["oracle"]) == {
+        "checked",
+        "failing",
+        "not_checked",
+        "warning",
+        "info",
+    }
     assert report["counts"]["oracle"]["checked"] == 4
     assert report["counts"]["adversarial"]["checked"] == 3 * 3 + 4
     assert {"median_seconds", "total_seconds", "slowest", "audit_seconds"} <= set(report["timing"])
@@ -230,9 +236,10 @@ def test_a_backend_that_cannot_open_makes_the_checks_errors_not_passes(make_pack
 
     report = audit_folder(folder, sandbox=lambda: UnavailableSandbox("no backend here"))
 
-    assert report.verdict == "failing" and report.exit_status == 2
-    assert {f.code for f in report.findings} == {"check_error"}
-    assert all("sandbox_unavailable" in f.message for f in report.findings)
+    # Not the pack's fault, and not a pass either: its own verdict and exit status.
+    assert report.verdict == "not_checked" and report.exit_status == 4
+    assert {f.code for f in report.findings} == {"not_checked_infrastructure"}
+    assert all("No sandbox backend is usable" in f.message for f in report.findings)
 
 
 def test_text_report_lists_findings_with_the_check_and_task(make_pack, bwrap):

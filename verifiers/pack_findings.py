@@ -14,11 +14,22 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from verifiers.verdict import ERROR, FAILED, PASSED, PENDING, Verdict
+from verifiers.verdict import ERROR, FAILED, PASSED, PENDING, Reason, Verdict
 
 FAILING = "failing"
 WARNING = "warning"
 INFO = "info"
+# The check could not run because of the site's own infrastructure (no sandbox backend, an
+# image the worker could not get, a worker that died): nothing is known about the pack.
+NOT_CHECKED = "not_checked"
+SEVERITIES = (FAILING, NOT_CHECKED, WARNING, INFO)
+
+# Error reasons that are the site's fault whatever the pack holds. Not ``infrastructure``
+# (trusted code gave no report): a pack can cause that one (an image without python3, a
+# checker command that does not exist), so it stays a failing check error the author reads.
+# ``task_misconfigured`` is the pack's by definition, and a candidate's own crash is a
+# ``failed`` verdict, never an error.
+INFRASTRUCTURE_REASONS = frozenset({Reason.SANDBOX_UNAVAILABLE, Reason.RETRIES_EXHAUSTED})
 
 ORACLE = "oracle"
 NULL = "null"
@@ -32,7 +43,7 @@ CHECKS = (ORACLE, NULL, REPEAT, LEAK, ADVERSARIAL)
 class Finding:
     check: str  # one of CHECKS
     code: str  # stable machine name, e.g. "oracle_failed"
-    severity: str  # FAILING, WARNING or INFO (info never changes the report's verdict)
+    severity: str  # one of SEVERITIES (info never changes the report's verdict)
     task_id: str | None  # None: about the pack as a whole
     message: str
     evidence: dict[str, Any] = field(default_factory=dict)
@@ -51,6 +62,9 @@ class Outcome:
     reason: str | None
     seconds: float
     output: str = ""
+    # Why an infrastructure error happened, in words anyone may read (infrastructure_cause):
+    # built from public facts (backend, image, host), never from the verifier's output.
+    cause: str = ""
 
     @classmethod
     def of_verdict(cls, verdict: Verdict) -> Outcome:
@@ -71,7 +85,9 @@ def _sealed(outcome: Outcome) -> dict[str, Any]:
 
 
 def _check_error(check: str, task_id: str, outcome: Outcome, what: str) -> Finding:
-    # Our fault (no sandbox, a crash), never the pack's; still failing: nothing was proved.
+    if outcome.reason in INFRASTRUCTURE_REASONS:
+        return _not_checked(check, task_id, outcome, what)
+    # Trusted code gave no verdict: nothing was proved, and the pack may be the cause.
     return Finding(
         check=check,
         code="check_error",
@@ -81,6 +97,48 @@ def _check_error(check: str, task_id: str, outcome: Outcome, what: str) -> Findi
         f" ({outcome.reason or 'unknown reason'})",
         evidence=_outcome_evidence(outcome),
         sealed_evidence=_sealed(outcome),
+    )
+
+
+def _not_checked(check: str, task_id: str, outcome: Outcome, what: str) -> Finding:
+    cause = outcome.cause or infrastructure_cause(outcome.reason or "")
+    return Finding(
+        check=check,
+        code="not_checked_infrastructure",
+        severity=NOT_CHECKED,
+        task_id=task_id,
+        message=f"not checked — infrastructure: the {what} could not be checked because of"
+        f" the site, not the pack. {cause}",
+        evidence={**_outcome_evidence(outcome), "cause": cause},
+        sealed_evidence=_sealed(outcome),
+    )
+
+
+def infrastructure_cause(reason: str, *, backend: str = "", image: str = "", host: str = "") -> str:
+    """What went wrong on our side and what an operator can do, from public facts only: the
+    reason, the sandbox backend the worker had, the image it could not get (image names are
+    public in the contract) and the worker's host name."""
+    on = f" on host {host}" if host else ""
+    if reason == Reason.RETRIES_EXHAUSTED:
+        return (
+            f"The worker{on} checking it stopped before it finished, on every attempt;"
+            " an operator finds why in that worker's log."
+        )
+    if image:
+        return (
+            f"Image {image} is not on the Docker engine{on} and could not be pulled. An"
+            f" operator can pull it there, or build the local sandbox image (make"
+            " sandbox-image), which a worker uses for images it cannot pull"
+            " (SECUREBENCH_DEFAULT_IMAGE names another); if the image's name is wrong, the"
+            " pack needs a new version."
+        )
+    if backend:
+        name = "Docker" if backend == "docker" else "bubblewrap"
+        return f"The {name} sandbox{on} could not be opened; an operator finds why in its log."
+    return (
+        f"No sandbox backend is usable{on}: neither a Docker engine nor bubblewrap. An"
+        " operator can start Docker (and build the sandbox image: make sandbox-image) or"
+        " install bubblewrap there."
     )
 
 
@@ -197,15 +255,19 @@ def adversarial_findings(
 
 HEALTHY = "healthy"
 WARNINGS = "warnings"
-VERDICTS = (HEALTHY, WARNINGS, FAILING)
+VERDICTS = (HEALTHY, WARNINGS, NOT_CHECKED, FAILING)
 SLOWEST_NAMED = 5
 
 
 def report_verdict(findings: Iterable[Finding]) -> str:
-    """failing if any finding fails, warnings if any warns, else healthy (info never counts)."""
+    """failing if any finding fails (the pack's fault, proved); else not_checked if a check
+    could not run because of the site (the pack is neither cleared nor blamed); else warnings
+    if any warns, else healthy (info never counts)."""
     severities = {finding.severity for finding in findings}
     if FAILING in severities:
         return FAILING
+    if NOT_CHECKED in severities:
+        return NOT_CHECKED
     if WARNING in severities:
         return WARNINGS
     return HEALTHY
@@ -216,13 +278,16 @@ def check_counts(
 ) -> dict[str, dict[str, int]]:
     """Per check: how many items it checked and how many findings of each severity it made."""
     counts = {
-        check: {"checked": int(checked.get(check, 0)), FAILING: 0, WARNING: 0, INFO: 0}
+        check: {"checked": int(checked.get(check, 0)), **dict.fromkeys(SEVERITIES, 0)}
         for check in (*CHECKS, *(name for name in checked if name not in CHECKS))
     }
     for finding in findings:
-        row = counts.setdefault(finding.check, {"checked": 0, FAILING: 0, WARNING: 0, INFO: 0})
+        row = counts.setdefault(finding.check, {"checked": 0, **dict.fromkeys(SEVERITIES, 0)})
         if finding.severity in row:
             row[finding.severity] += 1
+    for row in counts.values():
+        # An item the site could not check was not checked: "checked" counts what ran.
+        row["checked"] = max(0, row["checked"] - row[NOT_CHECKED])
     return counts
 
 

@@ -9,8 +9,9 @@ from django import template
 
 register = template.Library()
 
-# Links to results are rendered as links, not listed as facts.
-REFERENCE_KEYS = frozenset({"run_id", "result_id", "first_result_id"})
+# Links to results are rendered as links, not listed as facts; an infrastructure cause is
+# already the finding's message.
+REFERENCE_KEYS = frozenset({"run_id", "result_id", "first_result_id", "cause"})
 MAX_VALUE_CHARS = 160
 
 

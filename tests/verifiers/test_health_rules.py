@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 from verifiers import pack_findings
 from verifiers.pack_findings import (
     FAILING,
     INFO,
+    NOT_CHECKED,
     WARNING,
     Finding,
     Outcome,
@@ -65,15 +68,65 @@ def test_a_task_without_reference_or_verifier_is_unverifiable_info():
     assert codes(oracle_findings("t1", PENDING)) == [("oracle", "unverifiable", INFO)]
 
 
-def test_an_error_is_a_failing_check_error_not_a_verdict_on_the_task():
+NOT_CHECKED_CODE = "not_checked_infrastructure"
+
+
+def test_a_check_our_infrastructure_could_not_run_is_not_checked_never_failing():
     (finding,) = oracle_findings("t1", ERRORED)
 
-    assert codes([finding]) == [("oracle", "check_error", FAILING)]
-    assert "could not be checked" in finding.message and "sandbox_unavailable" in finding.message
-    assert codes(null_findings("t1", ERRORED)) == [("null", "check_error", FAILING)]
+    assert codes([finding]) == [("oracle", NOT_CHECKED_CODE, NOT_CHECKED)]
+    assert finding.message.startswith("not checked — infrastructure")
+    assert "not the pack" in finding.message and "failing" not in finding.message
+    # The verifier's output stays sealed; the public cause is the site's own words.
+    assert "no backend" not in finding.message and "no backend" not in str(finding.evidence)
+    assert finding.sealed_evidence == {"output": "no backend"}
+    assert codes(null_findings("t1", ERRORED)) == [("null", NOT_CHECKED_CODE, NOT_CHECKED)]
     assert codes(adversarial_findings("t1", "a", ERRORED)) == [
-        ("adversarial", "check_error", FAILING)
+        ("adversarial", NOT_CHECKED_CODE, NOT_CHECKED)
     ]
+    gone = Outcome("error", Reason.RETRIES_EXHAUSTED, 0.0)
+    assert codes(oracle_findings("t1", gone)) == [("oracle", NOT_CHECKED_CODE, NOT_CHECKED)]
+
+
+@pytest.mark.parametrize(
+    "reason", [Reason.INFRASTRUCTURE, Reason.TASK_MISCONFIGURED, Reason.NO_VERIFIER]
+)
+def test_an_error_the_pack_can_cause_stays_a_failing_check_error(reason):
+    # A checker command that does not exist, an image without python3, a task set up wrong:
+    # the pack's doing as much as ours, so it is the author's to read, and it holds the gate.
+    outcome = Outcome("error", reason, 0.0, output="Traceback ...")
+
+    (finding,) = oracle_findings("t1", outcome)
+
+    assert codes([finding]) == [("oracle", "check_error", FAILING)]
+    assert reason in finding.message
+
+
+def test_the_cause_names_the_image_the_host_and_what_an_operator_can_do():
+    image = pack_findings.infrastructure_cause(
+        Reason.SANDBOX_UNAVAILABLE, backend="docker", image="python:3.12-slim", host="w1"
+    )
+    assert "python:3.12-slim" in image and "w1" in image and "make sandbox-image" in image
+    assert "SECUREBENCH_DEFAULT_IMAGE" in image
+    none = pack_findings.infrastructure_cause(Reason.SANDBOX_UNAVAILABLE, host="w1")
+    assert "No sandbox backend" in none and "bubblewrap" in none
+    gone = pack_findings.infrastructure_cause(Reason.RETRIES_EXHAUSTED, host="w1")
+    assert "stopped before it finished" in gone
+    (finding,) = oracle_findings("t1", replace(ERRORED, cause=image))
+    assert image in finding.message and finding.evidence["cause"] == image
+
+
+def test_not_checked_is_neither_healthy_nor_failing_and_not_counted_as_checked():
+    not_checked = oracle_findings("t1", ERRORED)
+    warned = Finding("leak", "w", WARNING, "t2", "")
+    failing = Finding("leak", "f", FAILING, "t2", "")
+
+    assert report_verdict(not_checked) == NOT_CHECKED
+    assert report_verdict([*not_checked, warned]) == NOT_CHECKED
+    # A fault the pack is proved to have still says so.
+    assert report_verdict([*not_checked, failing]) == FAILING
+    counts = check_counts(not_checked, {"oracle": 3})
+    assert counts["oracle"] == {"checked": 2, FAILING: 0, NOT_CHECKED: 1, WARNING: 0, INFO: 0}
 
 
 def test_the_empty_candidate_must_not_pass():
@@ -99,7 +152,9 @@ def test_a_flip_between_two_reference_runs_is_flaky():
 def test_an_infrastructure_error_is_not_a_flip():
     # The first run's error is the oracle check's finding; the second's is this check's.
     assert repeat_findings("t1", ERRORED, PASSED) == []
-    assert codes(repeat_findings("t1", PASSED, ERRORED)) == [("repeat", "check_error", FAILING)]
+    assert codes(repeat_findings("t1", PASSED, ERRORED)) == [
+        ("repeat", NOT_CHECKED_CODE, NOT_CHECKED)
+    ]
 
 
 def test_a_passing_attack_is_a_verifier_weakness_named_in_the_message():
@@ -143,9 +198,10 @@ def test_counts_name_every_check_with_what_it_checked_and_found():
     counts = check_counts(findings, {"oracle": 3, "leak": 3, "null": 3})
 
     assert set(counts) == set(pack_findings.CHECKS)
-    assert counts["oracle"] == {"checked": 3, "failing": 1, "warning": 0, "info": 1}
-    assert counts["leak"] == {"checked": 3, "failing": 0, "warning": 2, "info": 0}
-    assert counts["null"] == {"checked": 3, "failing": 0, "warning": 0, "info": 0}
+    none = {"not_checked": 0}
+    assert counts["oracle"] == {"checked": 3, "failing": 1, "warning": 0, "info": 1, **none}
+    assert counts["leak"] == {"checked": 3, "failing": 0, "warning": 2, "info": 0, **none}
+    assert counts["null"] == {"checked": 3, "failing": 0, "warning": 0, "info": 0, **none}
     assert counts["adversarial"]["checked"] == 0
 
 

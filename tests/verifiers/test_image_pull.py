@@ -15,7 +15,7 @@ from tests.components import LOCAL_IMAGE
 from tests.conftest import sandbox_or_skip
 from tests.registry import LocalRegistry, remove_image
 from verifiers.sandbox import SandboxSpec, SandboxUnavailable
-from verifiers.sandbox.docker_engine import image_present, pull_observer
+from verifiers.sandbox.docker_engine import image_present, image_refused, pull_observer
 
 pytestmark = pytest.mark.database_independent
 
@@ -37,10 +37,14 @@ def pack_image(registry: LocalRegistry) -> Iterator[str]:
     remove_image(reference)
 
 
+MISSING_DEFAULT = "securebench-missing/none:0"
+
+
 @pytest.fixture
 def docker(monkeypatch: pytest.MonkeyPatch):
-    # No fallback image: the pack's own image is the only candidate.
-    monkeypatch.delenv("SECUREBENCH_DEFAULT_IMAGE", raising=False)
+    # No image stands in: a default image that is not on the host (one set explicitly turns
+    # off the locally built image's stand-in, docker_engine.fallback_image).
+    monkeypatch.setenv("SECUREBENCH_DEFAULT_IMAGE", MISSING_DEFAULT)
     monkeypatch.delenv("SECUREBENCH_IMAGE_ALIASES", raising=False)
     return sandbox_or_skip("docker")
 
@@ -102,3 +106,42 @@ def test_an_unknown_pull_policy_is_refused(docker, monkeypatch: pytest.MonkeyPat
     monkeypatch.setenv("SECUREBENCH_IMAGE_PULL", "sometimes")
     with pytest.raises(SandboxUnavailable, match="SECUREBENCH_IMAGE_PULL must be one of"):
         docker.run(spec("securebench-test/absent:1"))
+
+
+def test_an_image_that_cannot_be_had_runs_in_the_locally_built_image_and_says_so(
+    docker, registry: LocalRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A machine without a registry and with `make sandbox-image`'s image: a pack's image it
+    lacks and cannot pull runs in that image, and the result's notes say which."""
+    if not image_present(docker.client, LOCAL_IMAGE):
+        pytest.skip(f"{LOCAL_IMAGE} is not on this host (make sandbox-image builds it)")
+    monkeypatch.delenv("SECUREBENCH_DEFAULT_IMAGE", raising=False)
+    monkeypatch.delenv("SECUREBENCH_IMAGE_PULL", raising=False)
+    unknown = f"{registry.host}/securebench-test/nothing:{uuid.uuid4().hex[:8]}"
+
+    result = docker.run(spec(unknown))
+
+    assert result.exit_code == 0 and result.stdout.strip() == b"42"
+    assert result.image == LOCAL_IMAGE
+    assert any(unknown in note and LOCAL_IMAGE in note for note in result.notes)
+    # The `never` policy (an air-gapped site) is served the same way, without asking.
+    monkeypatch.setenv("SECUREBENCH_IMAGE_PULL", "never")
+    before = len(registry.requests)
+    assert docker.run(spec(unknown)).image == LOCAL_IMAGE
+    assert len(registry.requests) == before
+
+
+def test_an_image_that_cannot_be_had_and_has_no_stand_in_is_told_by_name(
+    docker, registry: LocalRegistry, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("SECUREBENCH_IMAGE_PULL", raising=False)
+    unknown = f"{registry.host}/securebench-test/nothing:{uuid.uuid4().hex[:8]}"
+    refused: list[str] = []
+    token = image_refused.set(refused.append)
+    try:
+        with pytest.raises(SandboxUnavailable):
+            docker.run(spec(unknown))
+    finally:
+        image_refused.reset(token)
+
+    assert refused == [unknown]

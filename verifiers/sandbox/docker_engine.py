@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 import os
 import time
 from collections.abc import Callable
@@ -10,6 +11,8 @@ from contextvars import ContextVar
 from typing import Any
 
 from verifiers.sandbox.base import SandboxUnavailable
+
+logger = logging.getLogger(__name__)
 
 LABEL = "securebench.sandbox"
 DEFAULT_LOCAL_IMAGE = "securebench-local/python:3.11"
@@ -60,9 +63,24 @@ def pull_policy() -> str:
     return policy
 
 
+# Told the image a verification could not get (not on the host, not pullable, no fallback),
+# so that the caller can say which, from its own name for it rather than an error's text.
+ImageRefused = Callable[[str], None]
+image_refused: ContextVar[ImageRefused | None] = ContextVar("image_refused", default=None)
+
+
+def fallback_image(client: Any) -> str | None:
+    """The local image a pack's image runs in when this host lacks it and cannot pull it:
+    SECUREBENCH_DEFAULT_IMAGE when set, else the image `make sandbox-image` builds
+    (DEFAULT_LOCAL_IMAGE); None when that image is not on the host."""
+    name = os.environ.get("SECUREBENCH_DEFAULT_IMAGE") or DEFAULT_LOCAL_IMAGE
+    return name if image_present(client, name) else None
+
+
 def resolve_image(client: Any, image: str | None) -> tuple[str, list[str]]:
     """Alias → the image itself → SECUREBENCH_DEFAULT_IMAGE, the first present locally; when
-    none is and the pull policy allows, the pack's image (or its alias) is pulled."""
+    none is and the pull policy allows, the pack's image (or its alias) is pulled; when that
+    cannot be had either, the locally built sandbox image (fallback_image) stands in."""
     try:
         aliases = json.loads(os.environ.get("SECUREBENCH_IMAGE_ALIASES") or "{}")
     except ValueError as exc:
@@ -80,20 +98,50 @@ def resolve_image(client: Any, image: str | None) -> tuple[str, list[str]]:
         if image_present(client, name):
             notes = [] if name == image else [f"pack image {image} mapped to local image {name}"]
             return name, notes
+    problem: SandboxUnavailable
     if wanted is not None and pull_policy() == "missing":
-        pull_image(client, wanted)
-        notes = [f"image {wanted} pulled"] + (
-            [] if wanted == image else [f"pack image {image} mapped to {wanted}"]
-        )
-        return wanted, notes
-    if wanted is None:
-        raise SandboxUnavailable(
+        try:
+            pull_image(client, wanted)
+        except SandboxUnavailable as exc:
+            problem = exc
+        else:
+            notes = [f"image {wanted} pulled"] + (
+                [] if wanted == image else [f"pack image {image} mapped to {wanted}"]
+            )
+            return wanted, notes
+    elif wanted is None:
+        problem = SandboxUnavailable(
             f"image {default} (SECUREBENCH_DEFAULT_IMAGE) is not available locally"
         )
-    raise SandboxUnavailable(
-        f"image {wanted} is not available locally and the pull policy is `never`; "
-        "pull it on this host, or set SECUREBENCH_IMAGE_ALIASES or SECUREBENCH_DEFAULT_IMAGE"
-    )
+    else:
+        problem = SandboxUnavailable(
+            f"image {wanted} is not available locally and the pull policy is `never`; pull it"
+            " on this host, or set SECUREBENCH_IMAGE_ALIASES or SECUREBENCH_DEFAULT_IMAGE"
+        )
+    # SECUREBENCH_DEFAULT_IMAGE, when set, was looked for above: only the built image is new.
+    local = None if default else fallback_image(client)
+    if local is not None:
+        _say_fallback(wanted or "", local)
+        return local, [f"image {wanted} could not be had here: ran in the local image {local}"]
+    observer = image_refused.get()
+    if observer is not None:
+        observer(wanted or default or "")
+    raise problem
+
+
+_fallbacks_said: set[str] = set()
+
+
+def _say_fallback(wanted: str, local: str) -> None:
+    # Once per image and process: the log says which image stands in, not every verification.
+    if wanted not in _fallbacks_said:
+        _fallbacks_said.add(wanted)
+        logger.warning(
+            "image %s is not on this host and cannot be pulled: its sandboxes run in the local"
+            " image %s (set SECUREBENCH_DEFAULT_IMAGE to choose another)",
+            wanted,
+            local,
+        )
 
 
 def pull_image(client: Any, reference: str) -> None:

@@ -1,7 +1,8 @@
 """python manage.py audit_pack PATH [--json] [--sandbox bwrap|docker] — a pack's health
 checks before upload, for authors and their CI.
 
-Exit status: 0 healthy, 1 warnings, 2 failing, 3 invalid pack (or no such path).
+Exit status: 0 healthy, 1 warnings, 2 failing, 3 invalid pack (or no such path), 4 not
+checked (this machine could not run a check: no sandbox backend, an image it cannot get).
 """
 
 from __future__ import annotations
@@ -21,14 +22,14 @@ from packs.services import archive_limits, compile_limits
 from verifiers.pack_findings import CHECKS, Finding
 from verifiers.sandbox import Sandbox, SandboxUnavailable, get_sandbox
 
-SEVERITY_ORDER = {"failing": 0, "warning": 1, "info": 2}
+SEVERITY_ORDER = {"failing": 0, "not_checked": 1, "warning": 2, "info": 3}
 
 
 class Command(BaseCommand):
     help = (
         "Run a pack's health checks (oracle, repeat, null, adversarial attacks, leak audit) on"
         " a pack folder or .zip/.tar.gz archive. Exit status: 0 healthy, 1 warnings,"
-        " 2 failing, 3 invalid pack."
+        " 2 failing, 3 invalid pack, 4 not checked (no sandbox or image on this machine)."
     )
     # Nothing here reads the database; the project's checks would only slow a CI step down.
     requires_system_checks: list[str] = []
@@ -149,17 +150,17 @@ def report_text(report: AuditReport) -> str:
         f"{report.pack_id} v{report.version}: {tasks} audited in {report.seconds:.1f} s ({how})",
         f"verdict: {report.verdict}",
         "",
-        f"  {'check':<12}{'checked':>8}{'failing':>9}{'warning':>9}{'info':>6}",
+        f"  {'check':<12}{'checked':>8}{'failing':>9}{'warning':>9}{'info':>6}{'not checked':>13}",
     ]
     for check in (*CHECKS, *(name for name in report.counts if name not in CHECKS)):
         row = report.counts.get(check, {})
         lines.append(
             f"  {check:<12}{row.get('checked', 0):>8}{row.get('failing', 0):>9}"
-            f"{row.get('warning', 0):>9}{row.get('info', 0):>6}"
+            f"{row.get('warning', 0):>9}{row.get('info', 0):>6}{row.get('not_checked', 0):>13}"
         )
     if report.findings:
         lines += ["", "findings:"]
-        ordered = sorted(report.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 3))
+        ordered = sorted(report.findings, key=lambda f: SEVERITY_ORDER.get(f.severity, 4))
         lines += [line for finding in ordered for line in finding_lines(finding)]
         if any(finding.sealed_evidence for finding in report.findings):
             lines += ["", "(verifier output and leaked values: see the --json report)"]

@@ -2,7 +2,8 @@
 
 Creates the data folders, a first admin account when none exists (its password is printed
 once, here, and stored nowhere else), and imports the packs in examples/ when the database
-holds no pack yet. Safe to run at every start.
+holds no pack yet; then says what sandboxes the workers will use (the operations page says
+it too, per worker). Safe to run at every start.
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from django.core.management.base import BaseCommand, CommandParser
 from packs.management.commands.import_pack import import_path
 from packs.models import Pack
 from packs.services import UploadRejected
+from verifiers.sandbox import SandboxUnavailable, get_sandbox
+from verifiers.sandbox.docker_engine import fallback_image
 
 ADMIN_USERNAME = "admin"
 
@@ -38,6 +41,7 @@ class Command(BaseCommand):
         self.create_first_admin()
         if not Pack.objects.exists():
             self.import_examples(examples)
+        self.stdout.write(f"  sandbox: {sandbox_line()}")
 
     def create_first_admin(self) -> None:
         users = get_user_model()
@@ -62,3 +66,24 @@ class Command(BaseCommand):
                 self.stderr.write(f"example {folder.name} not imported:\n{rejected}")
                 continue
             self.stdout.write(f"  example: {outcome.message}")
+
+
+def sandbox_line() -> str:
+    """What this machine's workers (same environment) run sandboxed checks in, in a line."""
+    try:
+        sandbox = get_sandbox()
+    except SandboxUnavailable as exc:
+        return (
+            f"none usable ({exc}); code, repository and terminal tasks are not checked until"
+            " one is (install bubblewrap, or start Docker and run make sandbox-image)"
+        )
+    client = getattr(sandbox, "client", None)
+    if client is None:
+        return "bubblewrap (no Docker engine answers); tasks run on this machine's own python"
+    local = fallback_image(client)
+    if local is not None:
+        return f"Docker; a pack's image this machine lacks and cannot pull runs in {local}"
+    return (
+        "Docker; a pack's image is pulled when first needed, and without a registry it is not"
+        " checked (make sandbox-image builds a local image that stands in)"
+    )
