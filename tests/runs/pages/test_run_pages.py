@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import base64
+import html
 import json
+import re
+from urllib.parse import urljoin
 
 import pytest
 from django.contrib.auth.models import User
@@ -109,6 +112,28 @@ def test_the_runs_list_pages_by_fifty_with_totals(client, cv):
 
     assert "1–50 of 55" in first
     assert "51–55 of 55" in second
+
+
+def test_the_next_link_a_reader_clicks_opens_the_next_page(client, cv):
+    # The link as printed, followed as a browser resolves it against the page's URL: Django's
+    # querystring tag writes its own "?", so a template's "?" before it made "??page=2", which
+    # a browser reads as the parameter "?agent": the next page lost the reader's filter.
+    Run.objects.bulk_create(
+        Run(
+            contract_version=cv,
+            agent_name=name,
+            source=RunSource.API,
+            submitted_at=timezone.now(),
+        )
+        for name in [f"bot{i}" for i in range(55)] + [f"other{i}" for i in range(10)]
+    )
+    list_url = reverse("runs:list")
+    first = client.get(list_url, {"agent": "bot"}).content.decode()
+
+    href = html.unescape(re.search(r'href="([^"]*)"[^>]*>Next ›', first).group(1))
+    second = client.get(urljoin(f"http://testserver{list_url}?agent=bot", href))
+
+    assert "51–55 of 55" in second.content.decode()
 
 
 def test_an_htmx_filter_request_gets_only_the_table(client, cv):
