@@ -34,7 +34,7 @@ from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
 from packs.models import ContractVersion, Pack, Task, VersionState
-from runs import access
+from runs import access, validity
 from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
 from runs.models import (
     CandidateOrigin,
@@ -105,6 +105,9 @@ def run_list(
             latest_ci_high=_latest_evaluation("ci_high"),
             latest_passed=_latest_evaluation("passed"),
             latest_total=_latest_evaluation("total"),
+            latest_pending=_latest_evaluation("pending"),
+            # Whether any candidate is for a task with a verifier: validity is judged on those.
+            judged=validity.judged_candidates(),
         )
     )
     if pack:
@@ -210,8 +213,13 @@ class FamilyRate:
     pending: int
 
     @property
+    def scored(self) -> int:
+        """Results that count: pending ones (no verifier yet) are left out, not failed."""
+        return self.total - self.pending
+
+    @property
     def rate(self) -> float:
-        return self.passed / self.total if self.total else 0.0
+        return self.passed / self.scored if self.scored > 0 else 0.0
 
 
 def family_rates(summary: dict[str, dict[str, int]]) -> list[FamilyRate]:
@@ -517,6 +525,7 @@ LEADERBOARD_FIELDS = (
     "ci_high",
     "passed",
     "total",
+    "pending",
     "finished_at",
     "family_summary",
     "run__id",
@@ -561,6 +570,9 @@ class Leaderboard:
     invalid: list[LeaderboardRow]  # agent runs that broke their contract or budgets
     reference: list[LeaderboardRow]
     ranked_page: Page | None = None  # of every ranked run's Standing
+    # Agent runs none of whose results could be verified (families with no verifier yet):
+    # they have no score, so no rank.
+    unscored: list[LeaderboardRow] = field(default_factory=list)
 
 
 @dataclass
@@ -574,8 +586,14 @@ class Standing:
     origin: str
     over_budget: bool
     valid: bool = True
+    total: int = 0
+    pending: int = 0
     rank: int = 0
     tied: bool = False
+
+    @property
+    def unscored(self) -> bool:
+        return self.score is None and self.pending > 0 and self.pending >= self.total
 
 
 def leaderboard(
@@ -605,17 +623,20 @@ def leaderboard(
             "run__origin",
             "run__over_budget",
             "run__valid",
+            "total",
+            "pending",
         )
     ]
     # Only valid runs are ranked; over budget is invalid too (checked on its own as well, for
     # runs submitted before validity was recorded).
     agents = [s for s in standings if s.origin == CandidateOrigin.AGENT]
-    ranked = [s for s in agents if s.valid and not s.over_budget]
     invalid = [s for s in agents if not s.valid or s.over_budget]
+    unscored = [s for s in agents if s.unscored and s not in invalid]
+    ranked = [s for s in agents if s not in invalid and not s.unscored]
     reference = [s for s in standings if s.origin != CandidateOrigin.AGENT]
     _rank(ranked)
     ranked_page = Paginator(ranked, per_page).get_page(page)
-    shown = [*ranked_page.object_list, *invalid, *reference]
+    shown = [*ranked_page.object_list, *invalid, *unscored, *reference]
     evaluations = (
         Evaluation.objects.select_related("run")
         .only(*LEADERBOARD_FIELDS)
@@ -643,6 +664,7 @@ def leaderboard(
         rows(invalid),
         rows(reference),
         ranked_page=ranked_page,
+        unscored=rows(unscored),
     )
 
 

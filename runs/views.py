@@ -258,6 +258,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         pack=run.contract_version.pack,
         usage=selectors.usage_totals(run),
         comparable=selectors.comparable_runs(run),
+        validity_word=validity.validity_word(run, judged=validity.has_judged_candidate(run)),
         can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
         # The re-evaluate form's choice of scorer, or why this version has none.
         scorers=allowed_evaluators(run.contract_version.contract),
