@@ -362,6 +362,7 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
         "details": list(selectors.public_detail_counts(result.details, origin=run.origin).items()),
         "violations": validity.result_violations(result, origin=run.origin),
         "neighbours": selectors.result_neighbours(result),
+        "episode_seconds": selectors.result_episode_seconds(run, result),
         "candidate": candidate if shown else None,
         "candidate_withheld": withheld and candidate is not None,
         "candidate_private": not withheld and candidate is not None and not shown,

@@ -168,6 +168,19 @@ def duration(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
+@register.simple_tag
+def result_time(verified: float | None, episode: float | None = None) -> str:
+    """What a result's times measured, each named: the verifier's time, and for a live
+    episode the episode's own (from its first reset to its end), as in
+    "verified in < 1 ms · episode 594 ms"."""
+    parts = []
+    if verified is not None:
+        parts.append(f"verified in {duration(verified)}")
+    if episode is not None:
+        parts.append(f"episode {duration(episode)}")
+    return " · ".join(parts) or "—"
+
+
 @register.filter
 def highlight_candidate(text: str, kind: str) -> SafeString:
     """Pygments-highlighted candidate with line numbers; Pygments escapes the text itself."""
