@@ -226,7 +226,9 @@ class RunListCreateApi(RunApiView):
         filters = RunFilter(data=request.query_params)
         filters.is_valid(raise_exception=True)
         # A version's health-check runs are listed on its health report, never here.
-        runs = _runs(request).filter(health_check=False).order_by("-created_at", "-id")
+        # Health-check and canary runs are listed on their report and on /operations/.
+        runs = _runs(request).filter(pk__in=access.listed_runs(request.user))
+        runs = runs.order_by("-created_at", "-id")
         if "pack" in filters.validated_data:
             runs = runs.filter(contract_version__pack__pack_id=filters.validated_data["pack"])
         if "version" in filters.validated_data:

@@ -33,6 +33,7 @@ from django.db.models.fields.json import KT, KeyTextTransform
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
+from packs.internal import internal
 from packs.models import ContractVersion, Pack, Task, VersionState
 from runs import access, validity
 from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
@@ -98,8 +99,7 @@ def run_list(
     """Runs the user may see, newest first, each with its latest evaluation's status and
     score (one query)."""
     runs = (
-        access.visible_runs(user)
-        .filter(health_check=False)  # a version's health checks are listed on its report
+        access.listed_runs(user)  # no health check (listed on its report), no canary run
         .select_related("contract_version__pack")
         .annotate(
             latest_number=_latest_evaluation("number"),
@@ -140,13 +140,18 @@ def packs_with_runs() -> list[str]:
                 )
             )
         )
+        .exclude(internal())
         .order_by("pack_id")
         .values_list("pack_id", flat=True)
     )
 
 
 def submittable_versions() -> QuerySet[ContractVersion]:
-    return ContractVersion.objects.select_related("pack").order_by("pack__pack_id", "-version")
+    return (
+        ContractVersion.objects.exclude(internal("pack__"))
+        .select_related("pack")
+        .order_by("pack__pack_id", "-version")
+    )
 
 
 # --- one run -------------------------------------------------------------------------------
@@ -472,6 +477,7 @@ def leaderboard_versions() -> list[ContractVersion]:
     versions = list(
         # Drafts have no runs but their health checks'; listed for nobody all the same.
         ContractVersion.objects.filter(Exists(scored), state=VersionState.PUBLISHED)
+        .exclude(internal("pack__"))  # the canary's board is no one's to read
         .select_related("pack")
         .annotate(
             run_count=Count(

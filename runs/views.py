@@ -20,6 +20,7 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.diff import PreviousVersion, versions_comparable
+from packs.internal import internal
 from packs.models import ContractVersion, VersionState
 from packs.pagination import paginate
 from packs.services import upload_workspace
@@ -121,6 +122,7 @@ def _submit_initial(request: HttpRequest) -> dict:
         return {}
     contract_version = (
         pack_access.visible_versions(request.user)
+        .exclude(internal("pack__"))
         .filter(pack__pack_id=request.GET.get("pack", ""), version=version)
         .first()
     )
