@@ -1,4 +1,4 @@
-"""Whether a run keeps its contract version's contract (seed 004, issue 13 §1).
+"""Whether a run keeps its contract version's contract.
 
 Each candidate is checked when it is stored (``candidate_violations_of``: the rules
 ``verifiers.contract_check`` knows, kept on ``Candidate.contract_violations``); a candidate that

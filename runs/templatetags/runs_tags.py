@@ -168,6 +168,27 @@ def duration(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
+# What a run's candidates are and how it arrived, in words a reader needs no glossary for
+# (the stored choice labels are the code's: "oracle (reference solutions)", "form").
+ORIGIN_WORDS = {
+    "agent": "the agent's answers",
+    "oracle": "reference solutions",
+    "null": "empty answers",
+    "adversarial": "built-in attacks",
+}
+SOURCE_WORDS = {"form": "the submit page", "api": "the API", "command": "the command line"}
+
+
+@register.filter
+def origin_words(origin: str) -> str:
+    return ORIGIN_WORDS.get(origin, origin)
+
+
+@register.filter
+def source_words(source: str) -> str:
+    return SOURCE_WORDS.get(source, source)
+
+
 @register.simple_tag
 def result_time(verified: float | None, episode: float | None = None) -> str:
     """What a result's times measured, each named: the verifier's time, and for a live
