@@ -30,6 +30,9 @@ CODE_START = re.compile(r"^\s*(def |class |async def |import |from \S+ import |@
 # Longest value shown inline beside its name; longer or multi-line text gets a block.
 INLINE_CHARS = 80
 
+# The fields that say what the task asks, shown before the others.
+ASKS_FIRST = ("question", "prompt", "instructions", "goal")
+
 FieldKind = Literal["code", "text", "inline", "data"]
 
 
@@ -70,9 +73,11 @@ def readable_field(name: str, value: Any, *, language: str | None = None) -> Rea
 
 
 def readable_fields(payload: Any) -> list[ReadableField]:
-    """Every field of a task's public payload, in its order (a payload that is not an object
-    is one data field)."""
+    """Every field of a task's public payload: what the task asks first (its question, prompt
+    or instructions), then the rest in the payload's order (stored payloads sort their keys).
+    A payload that is not an object is one data field."""
     if not isinstance(payload, dict):
         return [readable_field("value", payload)]
     language = payload.get("language") if isinstance(payload.get("language"), str) else None
-    return [readable_field(str(name), value, language=language) for name, value in payload.items()]
+    names = sorted(payload, key=lambda name: ASKS_FIRST.index(name) if name in ASKS_FIRST else 99)
+    return [readable_field(str(name), payload[name], language=language) for name in names]
