@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from html import unescape
 
 import pytest
 from django.urls import reverse
@@ -27,7 +28,7 @@ def verdicts_are_not_awaited(settings):
 
 def text_of(html: str) -> str:
     """The page's words, each element's apart (a term and its value are two)."""
-    return re.sub(r"\s+", " ", strip_tags(re.sub(r"<", " <", html)))
+    return re.sub(r"\s+", " ", unescape(strip_tags(re.sub(r"<", " <", html))))
 
 
 def test_a_live_result_names_the_verification_and_the_episode_time(cv):  # noqa: F811
