@@ -29,7 +29,7 @@ from django.db.models import (
     Value,
     When,
 )
-from django.db.models.fields.json import KT, KeyTextTransform
+from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
@@ -43,14 +43,11 @@ from runs.models import (
     EvaluationStatus,
     ResultStatus,
     Run,
-    RunMode,
     TaskResult,
 )
 from runs.progress import final_counts
 from runs.stats import Interval, mcnemar_exact_p
-
-# The usage key a live episode's candidate records its wall time under (first reset to end).
-EPISODE_TIME_KEY = "wall_seconds"
+from runs.timings import episode_seconds
 
 # Fields a results table needs; everything else on TaskResult stays in the database.
 RESULT_LIST_FIELDS = (
@@ -279,19 +276,6 @@ def evaluation_results(
     # A live episode's own time, recorded as its candidate's usage (episodes.lifecycle).
     results = results.annotate(episode_seconds=episode_seconds("candidate__usage"))
     return results.only(*RESULT_LIST_FIELDS).order_by(*order)
-
-
-def episode_seconds(usage_field: str) -> Cast:
-    return Cast(KeyTextTransform(EPISODE_TIME_KEY, usage_field), FloatField())
-
-
-def result_episode_seconds(run: Run, result: TaskResult) -> float | None:
-    """How long the live episode behind this result took; None for a bundle run (whose
-    per-task wall time the agent reports, and the run page sums as usage)."""
-    if run.mode != RunMode.EPISODES or result.candidate is None:
-        return None
-    value = (result.candidate.usage or {}).get(EPISODE_TIME_KEY)
-    return float(value) if isinstance(value, int | float) else None
 
 
 def known_result_count(

@@ -25,7 +25,7 @@ from packs.models import ContractVersion, VersionState
 from packs.pagination import paginate
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, privileged, progress, samples, selectors, validity
+from runs import access, privileged, progress, samples, selectors, timings, validity
 from runs.bundle import BundleRejected
 from runs.evaluators import (
     EvaluatorNotAllowed,
@@ -364,7 +364,7 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
         "details": list(selectors.public_detail_counts(result.details, origin=run.origin).items()),
         "violations": validity.result_violations(result, origin=run.origin),
         "neighbours": selectors.result_neighbours(result),
-        "episode_seconds": selectors.result_episode_seconds(run, result),
+        "episode_seconds": timings.result_episode_seconds(run, result),
         "candidate": candidate if shown else None,
         "candidate_withheld": withheld and candidate is not None,
         "candidate_private": not withheld and candidate is not None and not shown,
