@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from operations.selectors import Stall, queues, stalls
 from packs import access as pack_access
+from packs.internal import internal
 from packs.models import ContractVersion, VersionState
 from runs import access as run_access
 from runs.models import CandidateOrigin, Evaluation, EvaluationStatus, Run
@@ -66,7 +67,7 @@ class BoardTop:
 def _open_evaluations(user: Any) -> QuerySet[Evaluation]:
     return Evaluation.objects.filter(
         status__in=OPEN_STATUSES,
-        run__in=run_access.visible_runs(user).filter(health_check=False),
+        run__in=run_access.listed_runs(user),
     )
 
 
@@ -117,7 +118,7 @@ def latest_results(user: Any, limit: int = LATEST_LIMIT) -> list[Evaluation]:
     return list(
         Evaluation.objects.filter(
             status=EvaluationStatus.DONE,
-            run__in=run_access.visible_runs(user).filter(health_check=False),
+            run__in=run_access.listed_runs(user),
         )
         .select_related("run__contract_version__pack")
         .order_by("-finished_at", "-id")[:limit]
@@ -166,7 +167,7 @@ def my_runs(user: Any, limit: int = MINE_LIMIT) -> list[tuple[Run, RunState]]:
 
 
 def any_run_visible(user: Any) -> bool:
-    return run_access.visible_runs(user).filter(health_check=False).exists()
+    return run_access.listed_runs(user).exists()
 
 
 def reference_candidates(user: Any) -> list[ContractVersion]:
@@ -175,6 +176,7 @@ def reference_candidates(user: Any) -> list[ContractVersion]:
     versions = (
         pack_access.visible_versions(user)
         .filter(state=VersionState.PUBLISHED)
+        .exclude(internal("pack__"))
         .select_related("pack")
         .order_by("pack__pack_id", "-version")[:REFERENCE_CHOICES]
     )

@@ -15,6 +15,7 @@ from django_htmx.http import HTMX_STOP_POLLING
 
 from dashboard import guides, selectors
 from packs import access as pack_access
+from packs.internal import internal
 from runs.state import one_moment
 
 
@@ -54,9 +55,10 @@ def now_running(request: HttpRequest) -> HttpResponse:
 
 def _catalogue(user: Any) -> dict[str, Any]:
     """The counters and the packs uploaded lately, of what this user may see."""
-    versions = pack_access.visible_versions(user)
+    # The site's own packs (the canary) are counted and listed on /operations/ only.
+    versions = pack_access.visible_versions(user).exclude(internal("pack__"))
     return {
-        "pack_count": pack_access.visible_packs(user).count(),
+        "pack_count": pack_access.visible_packs(user).exclude(internal()).count(),
         "version_count": versions.count(),
         "task_count": versions.aggregate(tasks=Sum("task_count"))["tasks"] or 0,
         "recent_versions": versions.select_related("pack", "uploaded_by").order_by("-uploaded_at")[

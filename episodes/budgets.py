@@ -1,4 +1,4 @@
-"""Budgets the site measures itself for an episode (seed 004: "where budgets are measured").
+"""Budgets the site measures itself for an episode, rather than trusting the agent's report.
 
 ``budgets.steps`` and ``budgets.wall_time_seconds`` are per task. Steps count every reset,
 step and tool call; wall time runs from the episode's first reset. The step that would go

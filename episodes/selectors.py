@@ -21,6 +21,7 @@ from django.utils import timezone
 from episodes import lifecycle
 from episodes.models import Episode, EpisodeRun, EpisodeStatus, Step, StepState
 from packs.models import Task
+from packs.readable import ReadableField, readable_fields
 from runs.models import FINAL_STATUSES, ResultStatus, Run, TaskResult
 
 # Observation texts longer than this are shown as a preview, the rest behind "show all".
@@ -190,6 +191,9 @@ class ContentView:
     text: str
     preview: str  # equal to text when short
     lines: int
+    # The task's public payload, field by field as a person reads it (packs.readable): its
+    # prompt as text, its starter code highlighted; empty for every other content.
+    fields: tuple[ReadableField, ...] = ()
 
     @property
     def is_long(self) -> bool:
@@ -260,7 +264,10 @@ def _content_view(item: dict[str, Any]) -> ContentView:
     # Named contents (objective, task, reference) say what they are; a tool's plain answer
     # is what the agent observed.
     label = str(item.get("name") or "observation")
-    return ContentView(label=label, text=text, preview=_preview(text), lines=text.count("\n") + 1)
+    fields = tuple(readable_fields(data)) if label == "task" and isinstance(data, dict) else ()
+    return ContentView(
+        label=label, text=text, preview=_preview(text), lines=text.count("\n") + 1, fields=fields
+    )
 
 
 def _preview(text: str) -> str:

@@ -19,13 +19,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from operations.models import CanaryCheck, CanaryVerdict
+from packs import internal
 from packs.models import ContractVersion, VersionState
 from packs.services import pack_face_refresh, pack_import_folder
 from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunSource, TaskResult
 from runs.services import RunMetadata, evaluation_create, run_submit_reference
 
 CANARY_PACK = Path(__file__).resolve().parent / "canary_pack"
-CANARY_PACK_ID = "securebench-canary"
+# The pack's id is packs' to know: it keeps internal packs out of every listing.
+CANARY_PACK_ID = internal.CANARY_PACK_ID
 CANARY_AGENT = "site-canary"
 EXPECTED = {CandidateOrigin.ORACLE: ResultStatus.PASSED, CandidateOrigin.NULL: ResultStatus.FAILED}
 

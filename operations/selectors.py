@@ -13,10 +13,11 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.db.models import Count, Max, Min, Q, Sum
+from django.db.models import Case, CharField, Count, Max, Min, Q, Sum, Value, When
 from django.utils import timezone
 
 from episodes.models import Step, StepState
+from operations.canary import CANARY_PACK_ID
 from operations.models import WorkerBeat
 from pack_health.models import HealthReport, ReportStatus
 from runs.models import (
@@ -148,6 +149,17 @@ def workers(now: datetime | None = None) -> tuple[list[WorkerBeat], list[WorkerB
     return alive, gone
 
 
+# Whose runs a failure belongs to: people's runs, the packs' health checks (pack_health), or
+# the site's canary (whose null run fails on purpose at every check). Counted apart, so that
+# the site's own checks never read as people's failures.
+PEOPLE, HEALTH_CHECKS, CANARY = "people", "health", "canary"
+SOURCE_LABELS = {
+    PEOPLE: "people's runs",
+    HEALTH_CHECKS: "packs' health checks",
+    CANARY: "site canary",
+}
+
+
 USABLE_SANDBOXES = ("docker", "bwrap")
 
 
@@ -172,21 +184,49 @@ class ReasonCount:
     status: str
     reason: str
     count: int
+    source: str = PEOPLE
+
+    @property
+    def source_label(self) -> str:
+        return SOURCE_LABELS[self.source]
+
+
+def _run_source() -> Case:
+    return Case(
+        When(evaluation__run__contract_version__pack__pack_id=CANARY_PACK_ID, then=Value(CANARY)),
+        When(evaluation__run__health_check=True, then=Value(HEALTH_CHECKS)),
+        default=Value(PEOPLE),
+        output_field=CharField(),
+    )
 
 
 def failure_reasons(now: datetime | None = None) -> list[ReasonCount]:
-    """Failed and errored results of the last 24 hours, by reason, the commonest first."""
+    """Failed and errored results of the last 24 hours, by whose runs they are and reason:
+    people's runs first, then the health checks', then the canary's; the commonest first."""
     now = now or timezone.now()
     rows = (
         TaskResult.objects.filter(
             finished_at__gte=now - REASON_WINDOW,
             status__in=(ResultStatus.FAILED, ResultStatus.ERROR),
         )
-        .values("status", "failure_reason")
+        .annotate(source=_run_source())
+        .values("source", "status", "failure_reason")
         .annotate(count=Count("pk"))
         .order_by("-count", "status", "failure_reason")
     )
-    return [ReasonCount(r["status"], r["failure_reason"] or "—", r["count"]) for r in rows]
+    counts = [
+        ReasonCount(r["status"], r["failure_reason"] or "—", r["count"], r["source"]) for r in rows
+    ]
+    order = list(SOURCE_LABELS)
+    return sorted(counts, key=lambda row: order.index(row.source))
+
+
+def failure_totals(reasons: list[ReasonCount]) -> list[tuple[str, int]]:
+    """Failures per source, labelled, every source named (a zero says "none of ours")."""
+    return [
+        (label, sum(r.count for r in reasons if r.source == source))
+        for source, label in SOURCE_LABELS.items()
+    ]
 
 
 def longest_evaluations(limit: int = LONGEST_LIMIT) -> list[Evaluation]:

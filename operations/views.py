@@ -77,6 +77,7 @@ def overview(user: Any = None) -> dict[str, Any]:
     now = timezone.now()
     rows = selectors.queues()
     alive, gone = selectors.workers(now)
+    reasons = selectors.failure_reasons(now)
     return {
         "canary": canary.canary_status(now),
         "images": images.image_rows(alive),
@@ -89,7 +90,8 @@ def overview(user: Any = None) -> dict[str, Any]:
         "expired_leases": selectors.expired_leases(now),
         "workers_alive": alive,
         "workers_gone": gone,
-        "reasons": selectors.failure_reasons(now),
+        "reasons": reasons,
+        "failure_totals": selectors.failure_totals(reasons),
         "longest": selectors.longest_evaluations(),
         "open_reports": selectors.open_health_reports(),
         "alive_seconds": settings.SECUREBENCH_WORKER_ALIVE_SECONDS,

@@ -29,6 +29,7 @@ from django.core.exceptions import PermissionDenied
 from django.db.models import Exists, OuterRef, Q, QuerySet
 from django.http import HttpRequest, HttpResponse
 
+from packs.internal import internal, is_internal
 from packs.models import ContractVersion, Pack, VersionState
 
 BROWSE = "packs.browse"
@@ -83,12 +84,15 @@ def version_visibility(user: Any, prefix: str = "") -> Q:
         # published version once per maintainer of its pack.
         maintained = Pack.objects.filter(maintainers=user).values("pk")
         visible |= Q(**{f"{prefix}pack__in": maintained})
-    return visible
+    # The site's own packs (the canary) are for the reviewers and admins of /operations/.
+    return visible & ~internal(f"{prefix}pack__")
 
 
 def can_see_version(user: Any, version: ContractVersion) -> bool:
     """The one-version form of ``version_visibility`` (for a version already loaded)."""
     if not can_browse(user):
+        return False
+    if is_internal(version.pack.pack_id) and not sees_every_draft(user):
         return False
     return version.state == VersionState.PUBLISHED or sees_drafts(user, version.pack)
 

@@ -1,7 +1,7 @@
-"""The written rules that classify a change between two contract versions (seed 004,
-"Versions"): breaking edits change what a valid run may do or how it is scored; non-breaking
-edits clarify wording. Pure functions over plain values, no database: packs.diff applies
-them to the rows of two versions, and the diff page and API state them as written here.
+"""The written rules that classify a change between two contract versions: breaking edits change
+what a valid run may do or how it is scored; non-breaking edits clarify wording. Pure functions
+over plain values, no database: packs.diff applies them to the rows of two versions, and the
+diff page and API state them as written here.
 """
 
 from __future__ import annotations

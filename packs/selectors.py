@@ -14,6 +14,7 @@ from django.shortcuts import get_object_or_404
 
 from packs import access
 from packs.blobs import blob_cache
+from packs.internal import internal
 from packs.models import (
     ContractVersion,
     Pack,
@@ -32,11 +33,16 @@ def pack_list(*, user: Any, query: str = "", family: str = "") -> QuerySet[Pack]
     visible = _visible_of_pack(user)
     latest = visible.order_by("-version")
     counted = visible.order_by().values("pack").annotate(n=Count("pk")).values("n")
-    packs = access.visible_packs(user).annotate(
-        shown_version=Subquery(latest.values("version")[:1]),
-        version_count=Coalesce(Subquery(counted), 0),
-        latest_task_count=Subquery(latest.values("task_count")[:1]),
-        latest_families=Subquery(latest.values("family_counts")[:1]),
+    # Internal packs (the canary) are listed on /operations/ only, whoever asks.
+    packs = (
+        access.visible_packs(user)
+        .exclude(internal())
+        .annotate(
+            shown_version=Subquery(latest.values("version")[:1]),
+            version_count=Coalesce(Subquery(counted), 0),
+            latest_task_count=Subquery(latest.values("task_count")[:1]),
+            latest_families=Subquery(latest.values("family_counts")[:1]),
+        )
     )
     if query:
         packs = packs.filter(

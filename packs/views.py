@@ -21,6 +21,7 @@ from packs.forms import PackFilterForm, PackUploadForm, too_large_message
 from packs.models import ContractVersion, PublishPolicy, Task, VersionState
 from packs.pagination import paginate
 from packs.publishing import PolicyRefused, pack_set_publish_policy, policy_text
+from packs.readable import readable_fields
 from packs.services import UploadRejected, pack_import_upload
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
 from verifiers.families import get_family
@@ -141,6 +142,7 @@ def task_detail(request: HttpRequest, pack_id: str, version: int, task_id: str) 
         "task": task,
         "family": get_family(task.family),
         "agent_json": agent_task_json(task.agent_payload),
+        "agent_fields": readable_fields(task.agent_payload),
         "environment_json": agent_task_json(task.environment),
         "metadata_json": agent_task_json(task.metadata),
         "assets": selectors.public_asset_files(task),

@@ -23,6 +23,7 @@ from django.db.models import Q, QuerySet
 from django.http import Http404
 
 from packs import access as pack_access
+from packs.internal import internal
 from runs.models import CandidateOrigin, Run
 
 SUBMIT = "runs.add_run"
@@ -41,6 +42,15 @@ def visible_runs(user: Any) -> QuerySet[Run]:
     if pack_access.is_member(user):
         return Run.objects.filter(submitted | Q(submitted_by=user)).filter(drafts_hidden)
     return Run.objects.filter(submitted).filter(drafts_hidden)
+
+
+def listed_runs(user: Any) -> QuerySet[Run]:
+    """Runs a listing shows (run lists, the home page, the API's list): those the user may
+    see, but neither a version's health checks (listed on its report) nor the site's own
+    canary runs (on /operations/)."""
+    return (
+        visible_runs(user).filter(health_check=False).exclude(internal("contract_version__pack__"))
+    )
 
 
 def check_run_visible(user: Any, run: Run) -> None:

@@ -32,7 +32,7 @@ from packs.api_parsers import TextJSONParser
 from packs.models import ContractVersion
 from packs.permissions import CanBrowse
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, modes, privileged
+from runs import access, modes, privileged, validity
 from runs.api_serializers import (
     BundleInput,
     BundleSubmittedOutput,
@@ -54,6 +54,7 @@ from runs.api_serializers import (
     evaluation_metrics,
     evaluation_url,
     no_counts,
+    score_facts,
 )
 from runs.bundle import BundleRejected, ParsedBundle, parse_bundle_file, parse_candidate_objects
 from runs.evaluators import EvaluatorNotAllowed
@@ -115,8 +116,11 @@ class RunApiView(APIView):
 
 def _runs(request: Request) -> QuerySet[Run]:
     """Runs the requesting user may see (runs.access): others' drafts do not exist (404)."""
-    return access.visible_runs(request.user).select_related(
-        "contract_version__pack", "submitted_by"
+    # ``judged`` (runs.validity): the run's validity in one query, for lists too.
+    return (
+        access.visible_runs(request.user)
+        .select_related("contract_version__pack", "submitted_by")
+        .annotate(judged=validity.judged_candidates())
     )
 
 
@@ -223,7 +227,9 @@ class RunListCreateApi(RunApiView):
         filters = RunFilter(data=request.query_params)
         filters.is_valid(raise_exception=True)
         # A version's health-check runs are listed on its health report, never here.
-        runs = _runs(request).filter(health_check=False).order_by("-created_at", "-id")
+        # Health-check and canary runs are listed on their report and on /operations/.
+        runs = _runs(request).filter(pk__in=access.listed_runs(request.user))
+        runs = runs.order_by("-created_at", "-id")
         if "pack" in filters.validated_data:
             runs = runs.filter(contract_version__pack__pack_id=filters.validated_data["pack"])
         if "version" in filters.validated_data:
@@ -508,6 +514,7 @@ class EvaluationStatusApi(RunApiView):
     @extend_schema(operation_id="evaluation_status", responses=EvaluationStatusOutput)
     def get(self, request: Request, run_id: int, number: int) -> Response:
         evaluation = _evaluation_get(request, run_id, number)
+        counts = evaluation_counts(evaluation)
         body = {
             "run": evaluation.run_id,
             "evaluation": evaluation.number,
@@ -516,8 +523,11 @@ class EvaluationStatusApi(RunApiView):
             "status": evaluation.status,
             "done": evaluation.is_done,
             "total": evaluation.total,
-            "counts": evaluation_counts(evaluation),
+            "counts": counts,
             "score": evaluation.score,
+            **score_facts(
+                evaluation.is_done, evaluation.score, evaluation.total, counts["pending"]
+            ),
             "ci_low": evaluation.ci_low,
             "ci_high": evaluation.ci_high,
             "created_at": evaluation.created_at,

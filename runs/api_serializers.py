@@ -22,6 +22,7 @@ from runs.models import Evaluation, ResultStatus, Run, RunMode, TaskResult
 from runs.selectors import public_detail_counts
 from runs.services import draft_refusal
 from runs.state import RunState, run_state
+from runs.validity import has_judged_candidate, validity_word
 
 MAX_BATCH_ITEMS = 1000
 
@@ -168,6 +169,11 @@ class RunOutput(serializers.Serializer):
         help_text='Why it is invalid: "task T sample S: rule: paths", then "over budget: ...".',
     )
     state = serializers.SerializerMethodField()
+    validity = serializers.SerializerMethodField(
+        help_text='"valid", "invalid", "unchecked" (not submitted yet) or "not judged": no '
+        "candidate is for a task that has a verifier (none at all, or only for families "
+        "with no verifier yet), so nothing shows the run valid."
+    )
     urls = serializers.SerializerMethodField()
 
     @extend_schema_field(RunStateOutput)
@@ -176,6 +182,10 @@ class RunOutput(serializers.Serializer):
         states: dict[int, RunState] = self.context.get("states") or {}
         found = states.get(run.pk)
         return (found if found is not None else run_state(run)).as_json()
+
+    def get_validity(self, run: Run) -> str:
+        judged = getattr(run, "judged", None)  # annotated by lists (one query)
+        return validity_word(run, judged=has_judged_candidate(run) if judged is None else judged)
 
     def get_urls(self, run: Run) -> dict[str, str]:
         request = self.context["request"]
@@ -236,6 +246,34 @@ EVALUATOR_HELP = (
 )
 
 
+NO_VERIFIER_HELP = (
+    "Results left out of the score because their family has no verifier yet (the pending "
+    "count); never counted as failures."
+)
+SCORED_HELP = "Results that count in the score: total minus no_verifier."
+NO_SCORE_HELP = (
+    "Why a done evaluation has no score, in words (null when it has one, or is not done)."
+)
+
+
+def no_score_reason(*, done: bool, score: float | None, total: int, pending: int) -> str | None:
+    if not done or score is not None or total <= 0 or pending < total:
+        return None
+    return (
+        "no verifier: no result can be verified (their families have no verifier yet), so "
+        "this evaluation has no score"
+    )
+
+
+def score_facts(done: bool, score: float | None, total: int, pending: int) -> dict[str, Any]:
+    """``scored``, ``no_verifier`` and ``no_score_reason`` of an evaluation's API answer."""
+    return {
+        "scored": total - pending,
+        "no_verifier": pending,
+        "no_score_reason": no_score_reason(done=done, score=score, total=total, pending=pending),
+    }
+
+
 class EvaluationSummaryOutput(serializers.Serializer):
     """One evaluation in a list; ``counts`` come from the context (one grouped query)."""
 
@@ -246,7 +284,10 @@ class EvaluationSummaryOutput(serializers.Serializer):
     done = serializers.BooleanField(source="is_done")
     total = serializers.IntegerField()
     counts = serializers.SerializerMethodField()
+    scored = serializers.SerializerMethodField(help_text=SCORED_HELP)
+    no_verifier = serializers.SerializerMethodField(help_text=NO_VERIFIER_HELP)
     score = serializers.FloatField(allow_null=True)
+    no_score_reason = serializers.SerializerMethodField(help_text=NO_SCORE_HELP)
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()
@@ -257,6 +298,20 @@ class EvaluationSummaryOutput(serializers.Serializer):
     @extend_schema_field(CountsOutput)
     def get_counts(self, evaluation: Evaluation) -> dict[str, int]:
         return self.context["counts"].get(evaluation.pk, no_counts())
+
+    def _facts(self, evaluation: Evaluation) -> dict[str, Any]:
+        pending = self.get_counts(evaluation)["pending"]
+        return score_facts(evaluation.is_done, evaluation.score, evaluation.total, pending)
+
+    def get_scored(self, evaluation: Evaluation) -> int:
+        return self._facts(evaluation)["scored"]
+
+    def get_no_verifier(self, evaluation: Evaluation) -> int:
+        return self._facts(evaluation)["no_verifier"]
+
+    @extend_schema_field(serializers.CharField(allow_null=True))
+    def get_no_score_reason(self, evaluation: Evaluation) -> str | None:
+        return self._facts(evaluation)["no_score_reason"]
 
     @extend_schema_field(MetricsField)
     def get_metrics(self, evaluation: Evaluation) -> dict[str, dict[str, Any]]:
@@ -286,7 +341,10 @@ class EvaluationStatusOutput(serializers.Serializer):
     done = serializers.BooleanField()
     total = serializers.IntegerField()
     counts = CountsOutput()
+    scored = serializers.IntegerField(help_text=SCORED_HELP)
+    no_verifier = serializers.IntegerField(help_text=NO_VERIFIER_HELP)
     score = serializers.FloatField(allow_null=True)
+    no_score_reason = serializers.CharField(allow_null=True, help_text=NO_SCORE_HELP)
     ci_low = serializers.FloatField(allow_null=True)
     ci_high = serializers.FloatField(allow_null=True)
     created_at = serializers.DateTimeField()

@@ -2,7 +2,7 @@
 
 An evaluation row (runs.models.Evaluation) stores the key of the scorer that produced its
 metrics, so that a changed task (a new contract version) and a changed scorer (a new scorer
-version) can be told apart (seed 004). Hence the one rule of this registry:
+version) can be told apart. Hence the one rule of this registry:
 
     Changing a scorer's behaviour means registering a new version of it, never editing the
     old one. The numbers stored under ``securebench@1`` must stay what ``securebench@1``

@@ -160,6 +160,17 @@ class Evaluation(models.Model):
     def is_done(self) -> bool:
         return self.status == EvaluationStatus.DONE
 
+    @property
+    def scored_total(self) -> int:
+        """Results that count in the score: all but the pending ones (a family with no
+        verifier yet), which are left out of the score rather than counted as failures."""
+        return self.total - self.pending
+
+    @property
+    def has_no_verifier(self) -> bool:
+        """Done, and not one result could be verified: there is no score to show."""
+        return self.is_done and self.total > 0 and self.scored_total <= 0
+
 
 class ResultStatus(models.TextChoices):
     QUEUED = "queued", "queued"

@@ -33,8 +33,9 @@ from django.db.models.fields.json import KT
 from django.db.models.functions import Cast
 from django.shortcuts import get_object_or_404
 
+from packs.internal import internal
 from packs.models import ContractVersion, Pack, Task, VersionState
-from runs import access
+from runs import access, validity
 from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
 from runs.models import (
     CandidateOrigin,
@@ -46,6 +47,7 @@ from runs.models import (
 )
 from runs.progress import final_counts
 from runs.stats import Interval, mcnemar_exact_p
+from runs.timings import episode_seconds
 
 # Fields a results table needs; everything else on TaskResult stays in the database.
 RESULT_LIST_FIELDS = (
@@ -95,8 +97,7 @@ def run_list(
     """Runs the user may see, newest first, each with its latest evaluation's status and
     score (one query)."""
     runs = (
-        access.visible_runs(user)
-        .filter(health_check=False)  # a version's health checks are listed on its report
+        access.listed_runs(user)  # no health check (listed on its report), no canary run
         .select_related("contract_version__pack")
         .annotate(
             latest_number=_latest_evaluation("number"),
@@ -106,6 +107,9 @@ def run_list(
             latest_ci_high=_latest_evaluation("ci_high"),
             latest_passed=_latest_evaluation("passed"),
             latest_total=_latest_evaluation("total"),
+            latest_pending=_latest_evaluation("pending"),
+            # Whether any candidate is for a task with a verifier: validity is judged on those.
+            judged=validity.judged_candidates(),
         )
     )
     if pack:
@@ -136,13 +140,18 @@ def packs_with_runs() -> list[str]:
                 )
             )
         )
+        .exclude(internal())
         .order_by("pack_id")
         .values_list("pack_id", flat=True)
     )
 
 
 def submittable_versions() -> QuerySet[ContractVersion]:
-    return ContractVersion.objects.select_related("pack").order_by("pack__pack_id", "-version")
+    return (
+        ContractVersion.objects.exclude(internal("pack__"))
+        .select_related("pack")
+        .order_by("pack__pack_id", "-version")
+    )
 
 
 # --- one run -------------------------------------------------------------------------------
@@ -213,8 +222,13 @@ class FamilyRate:
     pending: int
 
     @property
+    def scored(self) -> int:
+        """Results that count: pending ones (no verifier yet) are left out, not failed."""
+        return self.total - self.pending
+
+    @property
     def rate(self) -> float:
-        return self.passed / self.total if self.total else 0.0
+        return self.passed / self.scored if self.scored > 0 else 0.0
 
 
 def family_rates(summary: dict[str, dict[str, int]]) -> list[FamilyRate]:
@@ -262,6 +276,8 @@ def evaluation_results(
         F(name).desc(nulls_last=True) if descending else F(name).asc(nulls_last=True)
         for name in names
     ]
+    # A live episode's own time, recorded as its candidate's usage (episodes.lifecycle).
+    results = results.annotate(episode_seconds=episode_seconds("candidate__usage"))
     return results.only(*RESULT_LIST_FIELDS).order_by(*order)
 
 
@@ -448,6 +464,7 @@ def leaderboard_versions() -> list[ContractVersion]:
     versions = list(
         # Drafts have no runs but their health checks'; listed for nobody all the same.
         ContractVersion.objects.filter(Exists(scored), state=VersionState.PUBLISHED)
+        .exclude(internal("pack__"))  # the canary's board is no one's to read
         .select_related("pack")
         .annotate(
             run_count=Count(
@@ -520,6 +537,7 @@ LEADERBOARD_FIELDS = (
     "ci_high",
     "passed",
     "total",
+    "pending",
     "finished_at",
     "family_summary",
     "run__id",
@@ -564,6 +582,9 @@ class Leaderboard:
     invalid: list[LeaderboardRow]  # agent runs that broke their contract or budgets
     reference: list[LeaderboardRow]
     ranked_page: Page | None = None  # of every ranked run's Standing
+    # Agent runs none of whose results could be verified (families with no verifier yet):
+    # they have no score, so no rank.
+    unscored: list[LeaderboardRow] = field(default_factory=list)
 
 
 @dataclass
@@ -577,8 +598,14 @@ class Standing:
     origin: str
     over_budget: bool
     valid: bool = True
+    total: int = 0
+    pending: int = 0
     rank: int = 0
     tied: bool = False
+
+    @property
+    def unscored(self) -> bool:
+        return self.score is None and self.pending > 0 and self.pending >= self.total
 
 
 def leaderboard(
@@ -608,17 +635,20 @@ def leaderboard(
             "run__origin",
             "run__over_budget",
             "run__valid",
+            "total",
+            "pending",
         )
     ]
     # Only valid runs are ranked; over budget is invalid too (checked on its own as well, for
     # runs submitted before validity was recorded).
     agents = [s for s in standings if s.origin == CandidateOrigin.AGENT]
-    ranked = [s for s in agents if s.valid and not s.over_budget]
     invalid = [s for s in agents if not s.valid or s.over_budget]
+    unscored = [s for s in agents if s.unscored and s not in invalid]
+    ranked = [s for s in agents if s not in invalid and not s.unscored]
     reference = [s for s in standings if s.origin != CandidateOrigin.AGENT]
     _rank(ranked)
     ranked_page = Paginator(ranked, per_page).get_page(page)
-    shown = [*ranked_page.object_list, *invalid, *reference]
+    shown = [*ranked_page.object_list, *invalid, *unscored, *reference]
     evaluations = (
         Evaluation.objects.select_related("run")
         .only(*LEADERBOARD_FIELDS)
@@ -646,6 +676,7 @@ def leaderboard(
         rows(invalid),
         rows(reference),
         ranked_page=ranked_page,
+        unscored=rows(unscored),
     )
 
 

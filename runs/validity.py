@@ -1,4 +1,4 @@
-"""Whether a run keeps its contract version's contract (seed 004, issue 13 §1).
+"""Whether a run keeps its contract version's contract.
 
 Each candidate is checked when it is stored (``candidate_violations_of``: the rules
 ``verifiers.contract_check`` knows, kept on ``Candidate.contract_violations``); a candidate that
@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from django.db.models import Exists, OuterRef
+
 from runs.budgets import MAX_NOTES
 from runs.models import Candidate, CandidateOrigin, Run, TaskResult
 from verifiers.contract_check import (
@@ -20,7 +22,7 @@ from verifiers.contract_check import (
     REQUIRED_OUTPUTS,
     candidate_violations,
 )
-from verifiers.families import get_family
+from verifiers.families import FAMILIES, get_family
 from verifiers.task import Candidate as VerifierCandidate
 from verifiers.verdict import Reason
 
@@ -89,6 +91,36 @@ def run_validity(run: Run) -> tuple[bool, list[str]]:
     if run.over_budget and not run.budget_notes:
         reasons.append("over budget")
     return not reasons, reasons
+
+
+def verified_families() -> list[str]:
+    """The families that have a verifier: only their candidates can show a run valid."""
+    return sorted(name for name, spec in FAMILIES.items() if spec.active)
+
+
+def judged_candidates() -> Exists:
+    """Whether the outer query's run has a candidate for a task that has
+    a verifier. A run without one is not judged valid: it has nothing that was checked and
+    scored, whatever its stored flag says (a candidate of a family with no verifier, or none
+    at all, keeps no contract worth ranking)."""
+    return Exists(
+        Candidate.objects.filter(run=OuterRef("pk"), task__family__in=verified_families())
+    )
+
+
+def has_judged_candidate(run: Run) -> bool:
+    return Candidate.objects.filter(run=run, task__family__in=verified_families()).exists()
+
+
+def validity_word(run: Run, *, judged: bool) -> str:
+    """What a page or the API says of a run's validity: "unchecked" before submission,
+    "invalid" (a rule broken or over budget), "not judged" (no candidate of a task that has a
+    verifier), else "valid"."""
+    if not run.is_submitted:
+        return "unchecked"
+    if not run.valid or run.over_budget:
+        return "invalid"
+    return "valid" if judged else "not judged"
 
 
 def run_apply_validity(run: Run) -> None:

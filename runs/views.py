@@ -20,11 +20,12 @@ from django_htmx.http import HTMX_STOP_POLLING, HttpResponseClientRedirect
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.diff import PreviousVersion, versions_comparable
+from packs.internal import internal
 from packs.models import ContractVersion, VersionState
 from packs.pagination import paginate
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, modes, privileged, progress, samples, selectors, validity
+from runs import access, modes, privileged, progress, samples, selectors, timings, validity
 from runs.bundle import BundleRejected
 from runs.evaluators import (
     EvaluatorNotAllowed,
@@ -133,6 +134,7 @@ def _submit_initial(request: HttpRequest) -> dict:
         return {}
     contract_version = (
         pack_access.visible_versions(request.user)
+        .exclude(internal("pack__"))
         .filter(pack__pack_id=request.GET.get("pack", ""), version=version)
         .first()
     )
@@ -282,6 +284,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             pack=run.contract_version.pack,
             usage=selectors.usage_totals(run),
             comparable=selectors.comparable_runs(run),
+            validity_word=validity.validity_word(run, judged=validity.has_judged_candidate(run)),
             can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
             # The re-evaluate form's choice of scorer, or why this version has none.
             scorers=allowed_evaluators(run.contract_version.contract),
@@ -393,6 +396,7 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
         "details": list(selectors.public_detail_counts(result.details, origin=run.origin).items()),
         "violations": validity.result_violations(result, origin=run.origin),
         "neighbours": selectors.result_neighbours(result),
+        "episode_seconds": timings.result_episode_seconds(run, result),
         "candidate": candidate if shown else None,
         "candidate_withheld": withheld and candidate is not None,
         "candidate_private": not withheld and candidate is not None and not shown,

@@ -1,7 +1,7 @@
 """Whether one candidate keeps its contract version's contract, checked before any verifier.
 
-Seed 004: "a run either satisfies that contract or it is invalid for the benchmark, even before
-any metric is computed". The rules, each reported at most once with the paths it names:
+A run either satisfies its contract or it is invalid for the benchmark, even before any metric
+is computed. The rules, each reported at most once with the paths it names:
 
 - ``candidate_kind``: the family's kind (``FamilySpec.candidate_kind``; None takes any). It
   holds with or without a contract, and a wrong kind skips the other rules (their paths would

@@ -92,9 +92,13 @@ def _name_problems(name: str, field: str) -> list[FieldProblem]:
 
 
 def _value_resource(name: str, lane: Lane, value: Any) -> CompiledResource:
+    """A value resource, hashed over its canonical JSON. Its size is what a reader means by
+    it: a text's length in characters (a one-letter answer is 1, not the 3 bytes of
+    ``"B"``), a JSON value's encoded length in bytes."""
     data = canonical_json(value)
-    kind: ResourceKind = "text" if isinstance(value, str) else "json"
-    return CompiledResource(name, lane, kind, value, (), len(data), sha256_hex(data))
+    if isinstance(value, str):
+        return CompiledResource(name, lane, "text", value, (), len(value), sha256_hex(data))
+    return CompiledResource(name, lane, "json", value, (), len(data), sha256_hex(data))
 
 
 def _files_sha256(entries: list[PackFileEntry]) -> str:

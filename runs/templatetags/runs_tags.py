@@ -7,6 +7,7 @@ only, so colours come from classes and SVG sizes from presentation attributes.
 from __future__ import annotations
 
 from django import template
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from pygments import highlight
@@ -90,6 +91,58 @@ def score_ci(score: float | None, low: float | None, high: float | None) -> Safe
     )
 
 
+NO_VERIFIER_TITLE = "their family has no verifier yet: left out of the score, not failed"
+
+
+def _count(value: object) -> int:
+    return int(value or 0)  # type: ignore[call-overload]
+
+
+def no_verifier_only(total: object, pending: object) -> bool:
+    """Every result is pending (a family with no verifier): nothing was scored."""
+    return _count(pending) > 0 and _count(total) <= _count(pending)
+
+
+@register.simple_tag
+def score_cell(
+    score: float | None,
+    low: float | None,
+    high: float | None,
+    total: object = 0,
+    pending: object = 0,
+) -> SafeString:
+    """A done evaluation's score with its interval; when none of its results could be
+    verified it has no score, and says why instead of a bare dash."""
+    if score is None and no_verifier_only(total, pending):
+        return format_html(
+            '<span class="muted" title="{}">no score — no verifier</span>',
+            f"no result can be verified: {NO_VERIFIER_TITLE}",
+        )
+    return score_ci(score, low, high)
+
+
+@register.simple_tag
+def passed_total(passed: object, total: object, pending: object = 0) -> SafeString:
+    """Passed out of the results that were scored, as in "2 / 3"; results of a family with no
+    verifier are counted apart ("2 / 3 · 1 no verifier"), never as failures."""
+    scored = _count(total) - _count(pending)
+    if no_verifier_only(total, pending):
+        return format_html(
+            '<span class="muted" title="{}">{} no verifier</span>',
+            NO_VERIFIER_TITLE,
+            intcomma(_count(pending)),
+        )
+    text = format_html("{} / {}", intcomma(_count(passed)), intcomma(scored))
+    if not _count(pending):
+        return text
+    return format_html(
+        '{} <span class="muted small" title="{}">· {} no verifier</span>',
+        text,
+        NO_VERIFIER_TITLE,
+        intcomma(_count(pending)),
+    )
+
+
 # On a score column's heading: the bracket after every score, explained once.
 CI_HEADING_TITLE = (
     "Each score is followed by the low and high ends of its 95 % Wilson interval, "
@@ -115,6 +168,40 @@ def duration(seconds: float | None) -> str:
     return f"{seconds:.2f} s"
 
 
+# What a run's candidates are and how it arrived, in words a reader needs no glossary for
+# (the stored choice labels are the code's: "oracle (reference solutions)", "form").
+ORIGIN_WORDS = {
+    "agent": "the agent's answers",
+    "oracle": "reference solutions",
+    "null": "empty answers",
+    "adversarial": "built-in attacks",
+}
+SOURCE_WORDS = {"form": "the submit page", "api": "the API", "command": "the command line"}
+
+
+@register.filter
+def origin_words(origin: str) -> str:
+    return ORIGIN_WORDS.get(origin, origin)
+
+
+@register.filter
+def source_words(source: str) -> str:
+    return SOURCE_WORDS.get(source, source)
+
+
+@register.simple_tag
+def result_time(verified: float | None, episode: float | None = None) -> str:
+    """What a result's times measured, each named: the verifier's time, and for a live
+    episode the episode's own (from its first reset to its end), as in
+    "verified in < 1 ms · episode 594 ms"."""
+    parts = []
+    if verified is not None:
+        parts.append(f"verified in {duration(verified)}")
+    if episode is not None:
+        parts.append(f"episode {duration(episode)}")
+    return " · ".join(parts) or "—"
+
+
 @register.filter
 def highlight_candidate(text: str, kind: str) -> SafeString:
     """Pygments-highlighted candidate with line numbers; Pygments escapes the text itself."""
@@ -131,7 +218,7 @@ def family_chart(rates: list[FamilyRate]) -> dict:
             "bar_y": index * CHART_ROW + 4,
             "text_y": index * CHART_ROW + 17,
             "width": f"{CHART_BAR * rate.rate:.1f}",
-            "percent": f"{100 * rate.rate:.0f} %",
+            "percent": f"{100 * rate.rate:.0f} %" if rate.scored else "no verifier",
             "narrow_label_y": index * NARROW_ROW + 14,
             "narrow_bar_y": index * NARROW_ROW + 20,
             "narrow_value_y": index * NARROW_ROW + 32,

@@ -124,7 +124,7 @@ def test_one_click_scores_the_reference_solutions_as_an_oracle_and_a_null_run(
     body = home(reviewer)
     running = section(body, "now-running")
     assert running.count("running-row") == 2 and "preparing-row" not in running
-    assert "oracle (reference solutions)" in running and "null (empty candidates)" in running
+    assert "reference solutions" in running and "empty answers" in running
     assert "No evaluation has finished yet" in section(body, "latest-results")
 
 
@@ -241,7 +241,7 @@ def test_latest_results_list_finished_evaluations_with_score_and_interval(cv):
     assert "scored-agent" in latest and "3 / 4" in latest
     interval = wilson_interval(3, 4)  # the score with both ends of its interval
     assert f"0.75 [{interval.low:.2f}, {interval.high:.2f}]" in latest
-    assert "oracle (reference solutions)" in latest  # labelled, listed, never ranked
+    assert "reference solutions" in latest  # labelled, listed, never ranked
 
 
 def test_the_top_of_a_board_shows_its_best_three_ranked_runs_only(cv):

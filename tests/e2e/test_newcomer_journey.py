@@ -47,7 +47,10 @@ def test_a_newcomer_uploads_humaneval_mini_and_reads_what_the_agent_sees(
 
     page.click("text=humaneval-mini/0")
     payload = page.locator("#agent-payload")
-    expect(payload).to_contain_text('"prompt"')
+    # Field by field, the prompt's code highlighted, never one escaped JSON string.
+    expect(payload.locator("dt").first).to_have_text("prompt")
+    expect(payload.locator(".highlight").first).to_be_visible()
+    expect(payload).not_to_contain_text("\\n")
     expect(payload).not_to_contain_text("canonical_solution")
     expect(page.locator(".sealed-card")).to_have_count(2)
     expect(page.locator(".sealed-card").first).to_contain_text("<redacted>")

@@ -19,10 +19,7 @@ ACCESS_MUTANTS: tuple[Mutant, ...] = (
         id="home-runs-of-any-version",
         module="dashboard/selectors.py",
         defence="the home page lists only runs the reader may see (no draft's, no open run)",
-        find=(
-            "run__in=run_access.visible_runs(user).filter(health_check=False),\n"
-            "    )\n\n\ndef now_running"
-        ),
+        find=("run__in=run_access.listed_runs(user),\n    )\n\n\ndef now_running"),
         replace="run__in=Run.objects.filter(health_check=False),\n    )\n\n\ndef now_running",
         tests=(HOME_TESTS, "-k reaches_a_viewers_home"),
     ),

@@ -4,15 +4,18 @@ the last day and the evaluations open longest; refreshed in place."""
 
 from __future__ import annotations
 
+import re
 from datetime import timedelta
 
 import pytest
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
+from django.utils.html import strip_tags
 
+from operations.canary import canary_version
 from operations.models import WorkerBeat
-from runs.models import CandidateOrigin, ResultStatus, TaskResult
+from runs.models import CandidateOrigin, ResultStatus, Run, TaskResult
 from tests.conftest import make_user
 from tests.operations.support import TASKS, quiz, scored, submit, submitted_ago
 
@@ -149,6 +152,31 @@ def test_failures_of_the_last_day_by_reason_and_open_evaluations(broker, make_pa
     assert sum(reasons.values()) == TASKS and all(s == "failed" for s, _ in reasons)
     longest = response.context["longest"]
     assert [e.pk for e in longest] == [waiting.pk] and longest[0].open_results == TASKS
+
+
+def test_failures_of_people_health_checks_and_the_canary_are_counted_apart(broker, make_pack):
+    people = scored(quiz(make_pack), CandidateOrigin.NULL)  # 4 empty answers fail
+    health = scored(people.run.contract_version, CandidateOrigin.NULL)
+    Run.objects.filter(pk=health.run_id).update(health_check=True)  # a version's health check
+    canary_run = scored(canary_version(), CandidateOrigin.NULL)  # fails on purpose
+    canary_failures = canary_run.results.filter(status="failed").count()
+
+    response = signed_in("reviewer").get(URL)
+    text = re.sub(r"\s+", " ", strip_tags(response.content.decode())).replace("&#x27;", "'")
+
+    assert (
+        f"People's runs: {TASKS} · Packs' health checks: {TASKS} · "
+        f"Site canary: {canary_failures}" in text
+    )
+    by_source: dict[str, int] = {}
+    for row in response.context["reasons"]:
+        by_source[row.source_label] = by_source.get(row.source_label, 0) + row.count
+    assert by_source == {
+        "people's runs": TASKS,
+        "packs' health checks": TASKS,
+        "site canary": canary_failures,
+    }
+    assert "<td>people&#x27;s runs</td><td>failed</td>" in response.content.decode()
 
 
 def test_the_overview_refreshes_itself_as_a_fragment(db):

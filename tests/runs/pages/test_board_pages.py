@@ -103,15 +103,15 @@ def test_invalid_and_reference_runs_are_listed_apart(client, big):
 
     body = page(client, reverse("runs:leaderboard", args=["board", 1]))
 
-    ranked = body[: body.index("<h2>Invalid runs</h2>")]
-    invalid = body[body.index("<h2>Invalid runs</h2>") : body.index("<h2>Reference runs</h2>")]
-    reference = body[body.index("<h2>Reference runs</h2>") :]
+    ranked = body[: body.index("<h2>Invalid runs")]
+    invalid = body[body.index("<h2>Invalid runs") : body.index("<h2>Reference runs")]
+    reference = body[body.index("<h2>Reference runs") :]
     assert "honest" in ranked and "the-oracle" not in ranked
     assert "spender" not in ranked and "rule-breaker" not in ranked
     assert "spender" in invalid and "used 9,000 tokens" in invalid
     assert "rule-breaker" in invalid
     assert "task q3 sample 0: read_only: tests/test_x.py" in invalid
-    assert "the-oracle" in reference and "oracle (reference solutions)" in reference
+    assert "the-oracle" in reference and "reference solutions" in reference
 
 
 def test_the_leaderboard_uses_each_runs_latest_done_evaluation(client, big):
