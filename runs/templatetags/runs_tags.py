@@ -15,6 +15,7 @@ from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer
 
 from runs.evaluators import EVALUATORS, metrics_of
+from runs.models import CandidateOrigin, Run, RunMode, RunSource
 from runs.selectors import FamilyRate
 
 register = template.Library()
@@ -177,6 +178,12 @@ ORIGIN_WORDS = {
     "adversarial": "built-in attacks",
 }
 SOURCE_WORDS = {"form": "the submit page", "api": "the API", "command": "the command line"}
+# The site's forms other than the submit page: a version page opens episode runs and asks for
+# reference runs, and those runs are stored as made through a form too.
+VERSION_PAGE_WORDS = {
+    "episodes": "the version page's episode form",
+    "reference": "the version page's reference button",
+}
 
 
 @register.filter
@@ -185,8 +192,14 @@ def origin_words(origin: str) -> str:
 
 
 @register.filter
-def source_words(source: str) -> str:
-    return SOURCE_WORDS.get(source, source)
+def source_words(run: Run) -> str:
+    """Where a run came from, as its reader knows the place: a run made through a form names
+    the form (the submit page, or a version page's episode form or reference button)."""
+    if run.source == RunSource.FORM and run.mode == RunMode.EPISODES:
+        return VERSION_PAGE_WORDS["episodes"]
+    if run.source == RunSource.FORM and run.origin != CandidateOrigin.AGENT:
+        return VERSION_PAGE_WORDS["reference"]
+    return SOURCE_WORDS.get(run.source, run.source)
 
 
 @register.simple_tag

@@ -251,6 +251,8 @@ def test_the_run_page_loads_the_episodes_and_says_what_to_do_before_the_first(cv
     assert "No episode yet: point a CUBE client at the URL you were given" in body
     assert 'hx-trigger="every 2s"' in body
     assert "URL active" in body and "Revoke URL" in body
+    # Opened on the version page, not the submit page: the run says where it came from.
+    assert "via the version page&#x27;s episode form" in run_page
 
 
 def test_the_episodes_table_polls_while_episodes_are_scored_and_stops_when_done(cv):

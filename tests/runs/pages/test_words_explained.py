@@ -6,13 +6,14 @@ solutions)" beside "oracle")."""
 from __future__ import annotations
 
 import re
+from html import unescape
 from pathlib import Path
 
 import pytest
 from django.urls import reverse
 from django.utils.html import strip_tags
 
-from runs.models import CandidateOrigin
+from runs.models import CandidateOrigin, Run, RunSource
 from tests.runs.pages.support import PASSED, make_evaluation, make_run, page, run_url
 
 pytestmark = pytest.mark.django_db
@@ -22,7 +23,7 @@ GUIDE_Q = re.compile(r'<a class="guide-link" href="/docs/(\w+)/#([\w-]+)"[^>]*ar
 
 
 def text_of(html: str) -> str:
-    return re.sub(r"\s+", " ", strip_tags(re.sub(r"<", " <", html)))
+    return re.sub(r"\s+", " ", unescape(strip_tags(re.sub(r"<", " <", html))))
 
 
 def explained(body: str) -> dict[str, str]:
@@ -37,7 +38,9 @@ def test_a_reference_runs_page_names_its_candidates_and_source_in_plain_words(cl
     body = page(client, run_url(run))
     text = text_of(body)
 
-    assert "Submitted through the submit page" in text and "via the submit page" in text
+    # A one-click reference run was asked for on its version page, not the submit page.
+    assert "Submitted through the version page's reference button" in text
+    assert "via the version page's reference button" in text
     assert "Source form" not in text and "via form" not in text
     assert "Candidates reference solutions · 0" in text
     assert "oracle (reference solutions)" not in text
@@ -74,3 +77,19 @@ def test_every_explained_term_lands_on_a_section_of_its_guide(client):
 def test_no_page_template_speaks_of_seeds_of_the_design():
     for template in TEMPLATES.rglob("*.html"):
         assert not re.search(r"seed \d{3}", template.read_text(), re.IGNORECASE), template
+
+
+@pytest.mark.parametrize(
+    ("mode", "origin", "words"),
+    [
+        ("bundle", CandidateOrigin.AGENT, "the submit page"),
+        ("bundle", CandidateOrigin.NULL, "the version page's reference button"),
+    ],
+)
+def test_a_run_made_through_a_form_names_the_form(client, cv, mode, origin, words):
+    run = make_run(cv, "agent", origin=origin)
+    Run.objects.filter(pk=run.pk).update(source=RunSource.FORM, mode=mode)
+
+    text = text_of(page(client, run_url(run)))
+
+    assert f"Submitted through {words}" in text and f"via {words}" in text
