@@ -74,6 +74,10 @@ def episode_reset(episode: Episode) -> dict[str, Any]:
     return {"obs": obs, "info": _reset_info(episode, budgets)}
 
 
+def _characters(count: int) -> str:
+    return f"{count:,} character{'' if count == 1 else 's'}"
+
+
 def _count_reset(locked: Episode, *also_saved: str) -> datetime:
     """Count a reset on the locked episode (a step, and the start of its wall-time clock if it
     is the first) and save it with ``also_saved``, fields the caller set; returns now."""
@@ -233,7 +237,7 @@ def _run_tool(episode: Episode, step: Step, tool: Tool, arguments: dict[str, Any
         obs = wire.observation(
             [
                 wire.text_content(
-                    f"{noun} recorded ({len(text):,} characters): {preview}\n"
+                    f"{noun} recorded ({_characters(len(text))}): {preview}\n"
                     "Submit again to replace it, or call final_step to have it scored.",
                     tool_call_id=step.action_id or None,
                 )

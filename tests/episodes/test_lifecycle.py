@@ -229,6 +229,18 @@ def test_a_reset_restarts_the_attempt_and_drops_the_earlier_answer(mc_version):
     assert episode.candidate_text == "" and episode.verdict_reason == "missing_candidate"
 
 
+def test_a_recorded_answer_says_its_length_in_the_agents_words(mc_version):
+    run, url = open_run(mc_version)
+    task = spawn(url, mc_version.tasks.order_by("position").first().task_id)
+    call(task, "cube/reset")
+
+    one = call(task, "cube/step", {"name": "submit_answer", "arguments": {"answer": "B"}})
+    two = call(task, "cube/step", {"name": "submit_answer", "arguments": {"answer": "BC"}})
+
+    assert "Answer recorded (1 character): B" in json.dumps(one)
+    assert "Answer recorded (2 characters): BC" in json.dumps(two)
+
+
 def test_idle_episodes_are_abandoned_and_scored_as_they_stand(mc_version):
     run, url = open_run(mc_version)
     task = spawn(url, mc_version.tasks.order_by("position").first().task_id)
