@@ -11,6 +11,7 @@ tests/e2e/screenshots/."""
 from __future__ import annotations
 
 import io
+import json
 import re
 
 from PIL import Image, ImageStat
@@ -180,22 +181,53 @@ def check_keyboard(page) -> None:
 
 
 def check_upload_errors(page, base: str) -> None:
-    """A refused upload on a phone: the problems stack, each one's message and quoted line
-    (its column marked) inside the viewport; the page still fits."""
+    """A refused upload on a phone lists every problem of one pass (a manifest field, a line
+    that is not JSON, a task missing a field), each naming its file, line and field; the
+    problems stack, each one's message and quoted line (its column marked) inside the
+    viewport; the page still fits."""
     from playwright.sync_api import expect
 
     page.goto(f"{base}/upload/")
-    manifest = b"id: narrow-typo\nversion: 1\n"
-    line = '{"id": "q1", "family": "multiple_choice", "input": {"question": "' + "x" * 120 + '"},}'
+    manifest = b"id: narrow-typo\nversion: '1'\n"
+    good = json.dumps(
+        {
+            "id": "q0",
+            "family": "multiple_choice",
+            "input": {"question": "?", "choices": ["a", "b"]},
+            "eval": {"answer": "A"},
+        }
+    )
+    not_json = (
+        '{"id": "q1", "family": "multiple_choice", "input": {"question": "' + "x" * 120 + '"},}'
+    )
+    no_choices = json.dumps(
+        {
+            "id": "q2",
+            "family": "multiple_choice",
+            "input": {"question": "?"},
+            "eval": {"answer": "A"},
+        }
+    )
     for field, name, content in (
         ("#id_manifest", "manifest.yaml", manifest),
-        ("#id_tasks", "tasks.jsonl", line.encode() + b"\n"),
+        ("#id_tasks", "tasks.jsonl", "\n".join((good, not_json, no_choices)).encode() + b"\n"),
     ):
         page.set_input_files(
             field, files=[{"name": name, "mimeType": "text/plain", "buffer": content}]
         )
     page.click("text=Upload and compile")
-    expect(page.locator(".form-errors pre.excerpt")).to_contain_text('"},}')
+    expect(page.locator(".form-errors")).to_contain_text("3 problems found")
+    rows = page.locator(".form-errors table.problems tbody tr")
+    expect(rows).to_have_count(3)
+    named = [
+        [cell.strip() for cell in row.locator("td").all_inner_texts()[:3]] for row in rows.all()
+    ]
+    assert named == [
+        ["manifest.yaml", "2", "version"],
+        ["tasks.jsonl", "2", ""],
+        ["tasks.jsonl", "3", "input.choices"],
+    ], named
+    expect(page.locator(".form-errors pre.excerpt").first).to_contain_text('"},}')
     assert_fits(page, "upload errors")
     cells = ".form-errors table.problems td, .form-errors pre.excerpt"
     assert page.evaluate(OUTSIDE_VIEWPORT, [cells, False]) == []
