@@ -9,9 +9,10 @@ from django.template.defaultfilters import filesizeformat
 
 from packs import access as pack_access
 from packs.models import ContractVersion, VersionState
+from runs.comparison import VERDICT_CATEGORIES
 from runs.evaluators import scoring_problem
 from runs.models import AuditAction, EvaluationStatus, ResultStatus
-from runs.selectors import RESULT_SORTS, VERDICT_CATEGORIES, submittable_versions
+from runs.selectors import RESULT_SORTS, submittable_versions
 from runs.services import draft_refusal
 
 BUNDLE_SUFFIXES = (".jsonl", ".zip", ".tar.gz", ".tgz")

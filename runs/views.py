@@ -25,7 +25,17 @@ from packs.models import ContractVersion, VersionState
 from packs.pagination import paginate
 from packs.services import upload_workspace
 from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
-from runs import access, modes, privileged, progress, samples, selectors, timings, validity
+from runs import (
+    access,
+    comparison,
+    modes,
+    privileged,
+    progress,
+    samples,
+    selectors,
+    timings,
+    validity,
+)
 from runs.bundle import BundleRejected
 from runs.evaluators import (
     EvaluatorNotAllowed,
@@ -481,18 +491,18 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     a = selectors.run_get(form.cleaned_data["a"], user=request.user)
     b = selectors.run_get(form.cleaned_data["b"], user=request.user)
     try:
-        comparison = selectors.comparison(a, b)
-    except selectors.CompareError as exc:
+        compared = comparison.comparison(a, b)
+    except comparison.CompareError as exc:
         return _compare_error(request, str(exc), a=a, b=b)
     category = form.cleaned_data.get("category") or ""
-    pairs = selectors.verdict_pairs(comparison.evaluation_a, comparison.evaluation_b)
+    pairs = comparison.verdict_pairs(compared.evaluation_a, compared.evaluation_b)
     if category:
         pairs = pairs.filter(verdict=category)
     context = {
-        "comparison": comparison,
+        "comparison": compared,
         "cv": a.contract_version,
         "category": category,
-        "categories": selectors.VERDICT_CATEGORIES,
+        "categories": comparison.VERDICT_CATEGORIES,
         "page": paginate(request, pairs, VERDICTS_PER_PAGE),
     }
     template = "runs/compare.html#verdicts" if request.htmx else "runs/compare.html"

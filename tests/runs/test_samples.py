@@ -16,7 +16,7 @@ from rest_framework.test import APIClient
 
 from packs.models import ContractVersion
 from packs.services import pack_import_folder
-from runs import samples, selectors
+from runs import comparison, samples, selectors
 from runs.bundle import BundleRejected, parse_bundle_file, parse_candidate_objects
 from runs.models import Candidate, Evaluation, Run, TaskResult
 from runs.pipeline import score_results
@@ -254,10 +254,10 @@ def test_runs_with_samples_are_compared_on_sample_zero(tmp_path) -> None:
     _score_everything(evaluation_a)
     _score_everything(evaluation_b)
 
-    comparison = selectors.comparison(a, b)
+    compared = comparison.comparison(a, b)
 
-    assert comparison.counts == {"both": 0, "only_a": 0, "only_b": 1, "neither": 4}
-    pairs = selectors.verdict_pairs(evaluation_a, evaluation_b)
+    assert compared.counts == {"both": 0, "only_a": 0, "only_b": 1, "neither": 4}
+    pairs = comparison.verdict_pairs(evaluation_a, evaluation_b)
     assert pairs.count() == version.task_count  # one row per task, not per sample
 
 
