@@ -416,7 +416,7 @@ def test_re_evaluating_on_the_run_page_with_pass_at_k(client, make_pack, reviewe
     assert response["Location"].endswith("?evaluation=2")
     assert second.evaluator == PASS_AT_K and second.is_done
     assert second.metrics["pass@1"]["value"] == pytest.approx(2 / 3)
-    assert f"({PASS_AT_K}) is queued" in body
+    assert f"({PASS_AT_K}) created: it scores the same candidates again" in body
     # Both evaluations, each with its scorer and metrics.
     assert '<td class="mono">securebench@1</td>' in body
     assert f'<td class="mono">{PASS_AT_K}</td>' in body
