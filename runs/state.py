@@ -277,9 +277,11 @@ def one_moment() -> Iterator[None]:
 
     SQLite (WAL) gives a transaction one snapshot from its first read; PostgreSQL does so at
     REPEATABLE READ. Only reads belong inside: a write would wait for, or fail on, rows changed
-    since the snapshot."""
+    since the snapshot. Inside a transaction already open (a caller's atomic block, a test's),
+    PostgreSQL refuses to change the level after its first query, so the outer one's stands."""
+    outermost = not connection.in_atomic_block
     with transaction.atomic():
-        if connection.vendor == "postgresql":
+        if outermost and connection.vendor == "postgresql":
             with connection.cursor() as cursor:
                 cursor.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ")
         yield

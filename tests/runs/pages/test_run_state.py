@@ -4,8 +4,10 @@ and every view of a run (run page, run list, home page, episodes, API) telling t
 from __future__ import annotations
 
 import re
+import threading
 
 import pytest
+from django.db import connection, transaction
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
@@ -17,7 +19,8 @@ from runs.models import (
     RunMode,
     TaskResult,
 )
-from runs.state import Phase, RunState, run_state, run_states
+from runs.state import Phase, RunState, one_moment, run_state, run_states
+from tests.components import require
 from tests.conftest import make_user
 from tests.runs.pages.support import (
     ERROR,
@@ -265,3 +268,42 @@ def test_the_reference_button_lands_on_a_list_of_exactly_its_runs_with_their_sta
     assert "someone-else" not in body
     assert "being prepared by a worker" not in body  # a message that would go stale
     assert 'hx-trigger="every 2s"' in body  # the list follows them live
+
+
+# --- one moment --------------------------------------------------------------------------------
+
+
+@pytest.mark.django_db(transaction=True)
+def test_on_postgresql_a_page_reads_one_snapshot_while_a_result_lands(cv):
+    # A worker's verdict committed between two reads of one page must not reach the second:
+    # the header and the table would tell two stories. PostgreSQL's default level (READ
+    # COMMITTED) shows it; one_moment asks for REPEATABLE READ.
+    if connection.vendor != "postgresql":
+        require("postgresql", "snapshots across a page's reads are checked on PostgreSQL")
+    run = make_run(cv, "agent")
+    evaluation = make_evaluation(run, [QUEUED] * 5)
+    landed = TaskResult.objects.filter(evaluation=evaluation).order_by("position").first()
+
+    def worker_lands_a_verdict() -> None:
+        TaskResult.objects.filter(pk=landed.pk).update(status=PASSED)
+        connection.close()
+
+    with one_moment():
+        before = run_state(run)
+        thread = threading.Thread(target=worker_lands_a_verdict)
+        thread.start()
+        thread.join()
+        during = run_state(run)
+
+    assert seen(during) == seen(before)
+    assert run_state(run).passed == before.passed + 1
+
+
+def test_a_page_read_inside_a_transaction_already_open_still_answers(cv):
+    # The test's own transaction has run queries: PostgreSQL refuses to change the isolation
+    # level then, and one_moment must keep the outer level instead of failing the page.
+    make_evaluation(make_run(cv, "agent"), [PASSED, FAILED])
+    with transaction.atomic():
+        list(TaskResult.objects.all())
+        with one_moment():
+            assert run_state(make_run(cv, "other")).phase
