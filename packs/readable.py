@@ -43,8 +43,11 @@ class ReadableField:
     html: SafeString
 
 
-def highlighted(text: str, lexer: Lexer) -> SafeString:
-    formatter = HtmlFormatter(cssclass="highlight", wrapcode=True)
+def highlighted(text: str, lexer: Lexer, *, line_numbers: bool = False) -> SafeString:
+    """The site's one Pygments rendering (task input, candidates, sealed files)."""
+    formatter = HtmlFormatter(
+        cssclass="highlight", wrapcode=True, **({"linenos": "inline"} if line_numbers else {})
+    )
     return mark_safe(highlight(text, lexer, formatter))  # noqa: S308 (escaped by Pygments)
 
 

@@ -68,7 +68,7 @@ from runs.services import (
     run_submit,
     run_submit_bundle,
 )
-from runs.state import one_moment, run_states
+from runs.state import one_moment, open_counts, run_states
 
 # --- limits and throttles --------------------------------------------------------------------
 
@@ -196,15 +196,10 @@ def evaluation_counts(evaluation: Evaluation) -> dict[str, int]:
 def evaluations_with_counts(request: Request, run: Run) -> list[dict[str, Any]]:
     """A run's evaluations, newest first, with live counts per status (two queries)."""
     evaluations = list(run.evaluations.order_by("-number"))
-    counts: dict[int, dict[str, int]] = {}
-    rows = (
-        TaskResult.objects.filter(evaluation__run=run)
-        .values_list("evaluation_id", "status")
-        .annotate(n=Count("pk"))
-        .order_by()
-    )
-    for evaluation_id, result_status, n in rows:
-        counts.setdefault(evaluation_id, no_counts())[result_status] = n
+    counts = {
+        pk: {**no_counts(), **found}
+        for pk, found in open_counts(evaluation.pk for evaluation in evaluations).items()
+    }
     context = {"request": request, "counts": counts}
     return EvaluationSummaryOutput(evaluations, many=True, context=context).data
 

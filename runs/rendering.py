@@ -8,9 +8,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
-from django.utils.safestring import SafeString, mark_safe
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
+from django.utils.safestring import SafeString
 from pygments.lexer import Lexer
 from pygments.lexers import (
     BashLexer,
@@ -21,6 +19,8 @@ from pygments.lexers import (
     get_lexer_for_filename,
 )
 from pygments.util import ClassNotFound
+
+from packs.readable import highlighted
 
 # Resource names whose text value is source code (python in every family we know).
 CODE_NAMES = frozenset(
@@ -38,8 +38,7 @@ class Block:
 
 
 def _highlight(text: str, lexer: Lexer) -> SafeString:
-    formatter = HtmlFormatter(cssclass="highlight", linenos="inline", wrapcode=True)
-    return mark_safe(highlight(text, lexer, formatter))  # noqa: S308 (escaped by Pygments)
+    return highlighted(text, lexer, line_numbers=True)
 
 
 def is_patch(name: str, text: str) -> bool:

@@ -10,10 +10,9 @@ from django import template
 from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
-from pygments import highlight
-from pygments.formatters import HtmlFormatter
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer
 
+from packs.readable import highlighted
 from runs.evaluators import EVALUATORS, metrics_of
 from runs.models import CandidateOrigin, Run, RunMode, RunSource
 from runs.selectors import FamilyRate
@@ -218,9 +217,7 @@ def result_time(verified: float | None, episode: float | None = None) -> str:
 @register.filter
 def highlight_candidate(text: str, kind: str) -> SafeString:
     """Pygments-highlighted candidate with line numbers; Pygments escapes the text itself."""
-    lexer = LEXERS.get(kind, TextLexer)()
-    formatter = HtmlFormatter(cssclass="highlight", linenos="inline", wrapcode=True)
-    return mark_safe(highlight(text or "", lexer, formatter))  # noqa: S308 (escaped by Pygments)
+    return highlighted(text or "", LEXERS.get(kind, TextLexer)(), line_numbers=True)
 
 
 @register.inclusion_tag("runs/_family_chart.html")
