@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from evaluations.registry import manifest_of, uploaded_definition
 from runs.stats import wilson_interval
 from verifiers.families import get_family
 
@@ -81,6 +82,14 @@ class Evaluator:
     primary_metric: str  # Evaluation.score; what a leaderboard ranks by default
     compute: Compute  # called with the scored tasks only (see ``evaluate``)
     description: str = ""
+    # An evaluation an author uploaded (evaluations app): its program scores each result
+    # (scope "task") or the whole run (scope "run"); ``compute`` is not used for it.
+    program: bool = False
+    scope: str = "task"
+    directions: tuple[tuple[str, str], ...] = ()  # (metric, "higher" | "lower")
+
+    def direction(self, metric: str) -> str:
+        return dict(self.directions).get(metric, "higher")
 
     @property
     def key(self) -> str:
@@ -193,11 +202,41 @@ EVALUATORS: dict[str, Evaluator] = {
 
 
 def evaluator_get(key: str) -> Evaluator:
-    evaluator = EVALUATORS.get(key)
+    evaluator = EVALUATORS.get(key) or _uploaded(key)
     if evaluator is None:
         known = ", ".join(EVALUATORS)
-        raise UnknownEvaluator(f"{key!r} is not an evaluation this site knows (known: {known})")
+        raise UnknownEvaluator(
+            f"{key!r} is not an evaluation this site knows (built in: {known}; or one uploaded)"
+        )
     return evaluator
+
+
+def evaluator_known(key: str) -> bool:
+    return key in EVALUATORS or uploaded_definition(key) is not None
+
+
+def _uploaded(key: str) -> Evaluator | None:
+    definition = uploaded_definition(key)
+    if definition is None:
+        return None
+    manifest = manifest_of(definition)
+    return Evaluator(
+        name=manifest.id,
+        version=manifest.version,
+        metrics=tuple(metric.name for metric in manifest.metrics),
+        families=None,
+        primary_metric=manifest.primary.name,
+        compute=_program_metrics,
+        description=manifest.title or manifest.description[:200],
+        program=True,
+        scope=manifest.scope,
+        directions=tuple((metric.name, metric.direction) for metric in manifest.metrics),
+    )
+
+
+def _program_metrics(tasks: list[TaskCounts]) -> dict[str, MetricValue]:
+    """An uploaded evaluation's metrics come from its program (runs.program_results)."""
+    return {}
 
 
 def listed_evaluations(contract: dict[str, Any] | None) -> list[str]:
@@ -213,7 +252,7 @@ def allowed_evaluators(contract: dict[str, Any] | None) -> list[str]:
     listed = listed_evaluations(contract)
     if not listed:
         return [DEFAULT_EVALUATOR]
-    return [key for key in listed if key in EVALUATORS]
+    return [key for key in listed if evaluator_known(key)]
 
 
 def scoring_problem(contract: dict[str, Any] | None) -> str | None:
@@ -236,10 +275,10 @@ def evaluator_choose(contract: dict[str, Any] | None, key: str | None = None) ->
     if problem is not None:
         raise EvaluatorNotAllowed(problem)
     if key is None or key == "":
-        return EVALUATORS[allowed[0]]
+        return evaluator_get(allowed[0])
     if key not in allowed:
         choices = ", ".join(allowed)
-        if key not in EVALUATORS:
+        if not evaluator_known(key):
             raise EvaluatorNotAllowed(
                 f"{key[:80]!r} is not an evaluation this site knows; this version may be scored "
                 f"by: {choices}."
@@ -247,7 +286,7 @@ def evaluator_choose(contract: dict[str, Any] | None, key: str | None = None) ->
         raise EvaluatorNotAllowed(
             f"{key} may not score runs of this version; its contract allows: {choices}."
         )
-    return EVALUATORS[key]
+    return evaluator_get(key)
 
 
 def stored_metrics(
@@ -262,7 +301,7 @@ def stored_metrics(
     keys). An evaluation finished before metrics were stored has only its score, which is
     its scorer's primary metric."""
     metrics = metrics or {}
-    evaluator = EVALUATORS.get(key)
+    evaluator = EVALUATORS.get(key) or _uploaded(key)
     if not metrics:
         if evaluator is None or score is None:
             return []
@@ -322,7 +361,7 @@ def board_choice(
 ) -> BoardChoice:
     """The requested scorer and metric when the version has them; otherwise its first
     allowed scorer and that scorer's primary metric, with a note saying so."""
-    allowed = [EVALUATORS[key] for key in allowed_evaluators(contract)]
+    allowed = [evaluator_get(key) for key in allowed_evaluators(contract)]
     if not allowed:
         return BoardChoice(None, "", [], [], scoring_problem(contract))
     notes: list[str] = []

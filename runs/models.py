@@ -217,6 +217,9 @@ class TaskResult(models.Model):
     # Verifier output, scrubbed of exact hidden values; privileged all the same (debug mode).
     stdout = models.TextField(blank=True)
     stderr = models.TextField(blank=True)
+    # An uploaded evaluation's metrics for this result ({name: {"value", "ci_low",
+    # "ci_high"}}), validated by the host against the evaluation's declaration.
+    metrics = models.JSONField(default=dict, blank=True)
     duration_seconds = models.FloatField(null=True, blank=True)
     sandbox_backend = models.CharField(max_length=32, blank=True)
     sandbox_image = models.CharField(max_length=255, blank=True)

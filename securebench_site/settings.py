@@ -139,6 +139,7 @@ INSTALLED_APPS = [
     "django_htmx",
     "securebench_site.apps.SiteConfig",
     "packs",
+    "evaluations",
     "runs",
     "pack_health",
     "episodes",

@@ -43,6 +43,9 @@ class Reason:
     # Set by the site, never by a verifier: a live workspace changed a path the contract's
     # allowed_to_modify / read_only surfaces forbid, so the verifier was not run.
     CONTRACT_VIOLATION = "contract_violation"
+    # An author's evaluation program crashed, timed out or answered out of its declaration:
+    # the evaluation's fault (shown to its authors), never the candidate's.
+    EVALUATION_ERROR = "evaluation_error"
 
     ALL: frozenset[str] = frozenset()
 

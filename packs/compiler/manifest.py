@@ -106,7 +106,9 @@ def read_manifest(pack: Path, name: str, limits: CompileLimits) -> ManifestReadi
         return _unreadable(
             [Problem(name, None, None, "contains a NUL character, which cannot be stored")]
         )
-    problems = [_problem(name, key_lines, field, message) for field, message in _check(data, pack)]
+    problems = [
+        located_problem(name, key_lines, field, message) for field, message in _check(data, pack)
+    ]
     family, family_known = _default_family(data)
     return ManifestReading(
         manifest=None if problems else _build(data),
@@ -114,6 +116,15 @@ def read_manifest(pack: Path, name: str, limits: CompileLimits) -> ManifestReadi
         default_family=family,
         default_family_known=family_known,
     )
+
+
+def read_yaml_mapping(
+    path: Path, name: str, limits: CompileLimits
+) -> tuple[dict[str, Any], dict[str, int]]:
+    """A YAML file of an upload read as the manifest is (bounded, strict, JSON-only), with
+    the line of every key; raises PackError naming the file and line. Evaluations'
+    ``evaluation.yaml`` is read by the same rules (evaluations.manifest)."""
+    return _parse(_read_text(path, name, limits), name, limits)
 
 
 def _unreadable(problems: list[Problem]) -> ManifestReading:
@@ -205,7 +216,7 @@ def _key_lines(node: yaml.Node | None) -> dict[str, int]:
 _LAST_STEP = re.compile(r"^(.*?)(\.[^.\[]+|\[\d+\])$")
 
 
-def _problem(name: str, key_lines: dict[str, int], field: str, message: str) -> Problem:
+def located_problem(name: str, key_lines: dict[str, int], field: str, message: str) -> Problem:
     # A missing key has no line of its own: use the nearest ancestor that has one.
     probe = field
     while probe and probe not in key_lines:
