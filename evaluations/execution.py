@@ -17,14 +17,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from verifiers.evaluation_messages import MetricDeclaration
 from verifiers.evaluation_program import (
-    CandidateProgram,
-    MetricDeclaration,
     ProgramOutcome,
     ProgramSpec,
     ProgramTask,
     run_evaluation_program,
 )
+from verifiers.evaluation_relay import CandidateProgram
 
 from evaluations.manifest import EvaluationManifest
 from evaluations.models import EvaluationDefinition, FileRole

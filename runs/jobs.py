@@ -44,6 +44,18 @@ def score_sandbox_result(result_id: int) -> int:
 
 
 @shared_task(
+    name="runs.score_run_scope",
+    acks_late=True,
+    ignore_result=True,
+    soft_time_limit=SANDBOX_SOFT_LIMIT,
+    time_limit=SANDBOX_HARD_LIMIT,
+)
+def score_run_scope(evaluation_id: int) -> bool:
+    """An uploaded run-scope evaluation's one program call over the whole run."""
+    return pipeline.run_scope_score(int(evaluation_id))
+
+
+@shared_task(
     name="runs.fill_reference_runs",
     acks_late=True,
     ignore_result=True,

@@ -145,6 +145,14 @@ class Evaluation(models.Model):
     # The distinct failure reasons of the results, sorted; the results table offers them as a
     # filter. None until the evaluation is done (then pages read them from the results).
     failure_reasons = models.JSONField(null=True, blank=True)
+    # An uploaded run-scope evaluation's one program call over the whole run: null until it
+    # has run; then {"status", "problem", "metrics", "backend", "image", ...}. The program's
+    # log is kept apart (privileged: its authors read it in debug mode).
+    program_outcome = models.JSONField(null=True, blank=True)
+    program_log = models.TextField(blank=True)
+    # When the run-scope call was last sent to a worker (the reaper sends it again after the
+    # program's own time limit has passed with no outcome).
+    program_sent_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
         ordering = ["run", "-number"]

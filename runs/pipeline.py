@@ -29,9 +29,9 @@ from django.utils import timezone
 
 from job_queue import send_job
 from packs.selectors import evaluator_lanes_for_tasks
-from runs import hooks
+from runs import hooks, programs
 from runs.candidates import verifier_candidate
-from runs.evaluators import TaskCounts, evaluator_get
+from runs.evaluators import Evaluator, TaskCounts, evaluator_get
 from runs.models import (
     OPEN_STATUSES,
     Evaluation,
@@ -58,6 +58,7 @@ ID_CHUNK = 1000  # ids per IN (...) clause
 # The jobs (runs.jobs) that score queued results, sent by name.
 SCORE_TEXT_JOB = "runs.score_text_results"
 SCORE_SANDBOX_JOB = "runs.score_sandbox_result"
+SCORE_RUN_SCOPE_JOB = "runs.score_run_scope"
 VERDICT_FIELDS = [
     "status",
     "score",
@@ -68,6 +69,7 @@ VERDICT_FIELDS = [
     "duration_seconds",
     "sandbox_backend",
     "sandbox_image",
+    "metrics",
     "finished_at",
     "lease_token",
     "lease_expires_at",
@@ -233,15 +235,32 @@ def score_results(result_ids: list[int], *, worker: str | None = None) -> int:
     verifier_settings = VerifierSettings(
         sandbox=sandbox, allowed_commands=settings.SECUREBENCH_ALLOWED_VERIFIER_COMMANDS
     )
+    scorers = _scorers(claim.results)
     verdicts: list[tuple[TaskResult, Verdict]] = []
     with LeaseHeartbeat(claim.token):
         for result in claim.results:
-            candidate = verifier_candidate(result.candidate) if result.candidate else None
+            scorer = scorers[result.evaluation_id]
             with waits_shown(claim.token, result.pk) as refused:
-                verdict = verify(lanes[result.task_id], candidate, verifier_settings)
+                if scorer.program:
+                    verdict, result.metrics = programs.program_verdict(
+                        scorer, result, lanes[result.task_id], sandbox
+                    )
+                else:
+                    candidate = verifier_candidate(result.candidate) if result.candidate else None
+                    verdict = verify(lanes[result.task_id], candidate, verifier_settings)
             verdicts.append((result, _unavailable_facts(verdict, sandbox, refused)))
     results_record(claim.token, verdicts)
     return len(verdicts)
+
+
+def _scorers(results: list[TaskResult]) -> dict[int, Evaluator]:
+    """The scorer of each claimed result's evaluation (a claim may span evaluations)."""
+    keys = dict(
+        Evaluation.objects.filter(pk__in={r.evaluation_id for r in results}).values_list(
+            "pk", "evaluator"
+        )
+    )
+    return {pk: evaluator_get(key) for pk, key in keys.items()}
 
 
 @contextmanager
@@ -383,6 +402,8 @@ def evaluation_finish_if_done(evaluation_id: int) -> bool:
     finishable = Evaluation.objects.filter(pk=evaluation_id, run__submitted_at__isnull=False)
     if not finishable.exclude(status=EvaluationStatus.DONE).exists():
         return False
+    if _run_scope_call_pending(evaluation_id):
+        return False
     summary = evaluation_summary(evaluation_id)
     updated = finishable.exclude(status=EvaluationStatus.DONE).update(
         status=EvaluationStatus.DONE, finished_at=timezone.now(), **summary
@@ -390,6 +411,41 @@ def evaluation_finish_if_done(evaluation_id: int) -> bool:
     if updated == 1:
         hooks.evaluation_done(evaluation_id)
     return updated == 1
+
+
+def _run_scope_call_pending(evaluation_id: int) -> bool:
+    """An uploaded run-scope evaluation finishes only after its one program call: send it
+    (again, once the program's own time limit has passed with no outcome) and wait."""
+    evaluation = Evaluation.objects.only("evaluator", "program_outcome", "program_sent_at").get(
+        pk=evaluation_id
+    )
+    scorer = evaluator_get(evaluation.evaluator)
+    if not scorer.program or scorer.scope != "run" or evaluation.program_outcome is not None:
+        return False
+    now = timezone.now()
+    resend_after = now - timedelta(seconds=settings.SECUREBENCH_SANDBOX_TASK_SECONDS + 60)
+    sent = Evaluation.objects.filter(pk=evaluation_id, program_outcome__isnull=True).filter(
+        Q(program_sent_at__isnull=True) | Q(program_sent_at__lt=resend_after)
+    )
+    if sent.update(program_sent_at=now) == 1:
+        transaction.on_commit(lambda: send_job(SCORE_RUN_SCOPE_JOB, evaluation_id), robust=True)
+    return True
+
+
+def run_scope_score(evaluation_id: int) -> bool:
+    """The job of a run-scope evaluation: one program call over the run, stored once (a
+    second worker's outcome for the same evaluation is dropped), then the evaluation
+    finishes. A sandbox that could not start leaves it unsent for the reaper."""
+    try:
+        outcome, log = programs.run_scope_outcome(evaluation_id, worker_sandbox())
+    except SandboxUnavailable:
+        logger.warning("run-scope evaluation %s: no sandbox; sent again later", evaluation_id)
+        Evaluation.objects.filter(pk=evaluation_id).update(program_sent_at=None)
+        return False
+    Evaluation.objects.filter(pk=evaluation_id, program_outcome__isnull=True).update(
+        program_outcome=outcome, program_log=storable_text(log)
+    )
+    return evaluation_finish_if_done(evaluation_id)
 
 
 def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
@@ -401,9 +457,8 @@ def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
     (runs.evaluators) over per-task counts, and ``score`` with its interval is the scorer's
     primary metric. Tasks of deferred families are ``pending``: counted apart, never scored.
     """
-    evaluator = evaluator_get(
-        Evaluation.objects.values_list("evaluator", flat=True).get(pk=evaluation_id)
-    )
+    evaluation = Evaluation.objects.get(pk=evaluation_id)
+    evaluator = evaluator_get(evaluation.evaluator)
     results = TaskResult.objects.filter(evaluation_id=evaluation_id)
     counts = {status: 0 for status in ResultStatus.values}
     families: dict[str, dict[str, int]] = {}
@@ -415,7 +470,10 @@ def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
         family["total"] += row["n"]
         if row["status"] in family:
             family[row["status"]] += row["n"]
-    metrics = evaluator.evaluate(_task_counts(results))
+    if evaluator.program:
+        metrics = _as_values(programs.program_metrics(evaluator, evaluation, results))
+    else:
+        metrics = evaluator.evaluate(_task_counts(results))
     primary = metrics.get(evaluator.primary_metric)
     return {
         "total": sum(counts.values()),
@@ -435,6 +493,31 @@ def evaluation_summary(evaluation_id: int) -> dict[str, Any]:
             .distinct()
         ),
     }
+
+
+def _as_values(stored: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """A program's metrics as MetricValue-like rows that keep their interval's words."""
+    return {name: _StoredMetric(data) for name, data in stored.items()}
+
+
+@dataclass(frozen=True)
+class _StoredMetric:
+    data: dict[str, Any]
+
+    @property
+    def value(self) -> float | None:
+        return self.data.get("value")
+
+    @property
+    def ci_low(self) -> float | None:
+        return self.data.get("ci_low")
+
+    @property
+    def ci_high(self) -> float | None:
+        return self.data.get("ci_high")
+
+    def as_json(self) -> dict[str, Any]:
+        return dict(self.data)
 
 
 def _task_counts(results: QuerySet[TaskResult]) -> list[TaskCounts]:
@@ -501,7 +584,7 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
         grouped.setdefault(evaluation_id, []).append(pk)
     for evaluation_id, ids in grouped.items():
         evaluation_dispatch(evaluation_id, result_ids=ids)
-    for evaluation_id in touched:
+    for evaluation_id in touched | _unfinished_without_open_results():
         evaluation_finish_if_done(evaluation_id)
     if exhausted or requeued or redispatch:
         logger.info(
@@ -512,6 +595,19 @@ def leases_reap(*, now: datetime | None = None) -> ReapReport:
         )
     return ReapReport(
         requeued=requeued, exhausted=exhausted, redispatched=len(redispatch) - requeued
+    )
+
+
+def _unfinished_without_open_results(limit: int = 200) -> set[int]:
+    """Submitted evaluations not done though no result is open: a worker died between the
+    last verdict and the finish, or a run-scope program call was lost. Finishing them again
+    is safe (the finish is a conditional update; the call is re-sent only when due)."""
+    open_results = TaskResult.objects.filter(evaluation_id=OuterRef("pk"), status__in=OPEN_STATUSES)
+    return set(
+        Evaluation.objects.filter(run__submitted_at__isnull=False)
+        .exclude(status=EvaluationStatus.DONE)
+        .exclude(Exists(open_results))
+        .values_list("pk", flat=True)[:limit]
     )
 
 

@@ -19,6 +19,7 @@ from django.db.models import (
     F,
     FloatField,
     Max,
+    Min,
     OuterRef,
     Q,
     QuerySet,
@@ -480,16 +481,19 @@ def leaderboard_versions() -> list[ContractVersion]:
         run__valid=True,
     )
     best = {
-        (row["run__contract_version"], row["evaluator"]): row["best"]
-        for row in eligible.values("run__contract_version", "evaluator")
-        .annotate(best=Max("score"))
+        (version, key): (highest, lowest)
+        for version, key, highest, lowest in eligible.values("run__contract_version", "evaluator")
+        .annotate(best=Max("score"), least=Min("score"))
         .order_by()
+        .values_list("run__contract_version", "evaluator", "best", "least")
     }
     for cv in versions:
         choice = board_choice(cv.contract)
         cv.board_evaluator = choice.evaluator.key if choice.evaluator else ""
         cv.board_metric = choice.metric
-        cv.best_score = best.get((cv.pk, cv.board_evaluator))
+        highest, lowest = best.get((cv.pk, cv.board_evaluator), (None, None))
+        lower_is_better = choice.evaluator and choice.evaluator.direction(choice.metric) == "lower"
+        cv.best_score = lowest if lower_is_better else highest
     return versions
 
 
@@ -513,7 +517,14 @@ def _board_evaluations(
             metric_low=_stored_metric(metric, "ci_low"),
             metric_high=_stored_metric(metric, "ci_high"),
         )
-    return evaluations.order_by(F("metric_value").desc(nulls_last=True), "finished_at", "run_id")
+    # An uploaded evaluation says which way each metric is better (a Brier score: lower).
+    value = F("metric_value")
+    best_first = (
+        value.asc(nulls_last=True)
+        if scorer.direction(metric or scorer.primary_metric) == "lower"
+        else value.desc(nulls_last=True)
+    )
+    return evaluations.order_by(best_first, "finished_at", "run_id")
 
 
 def _stored_metric(metric: str, part: str) -> Cast:

@@ -20,6 +20,7 @@ from django.db import transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from evaluations.registry import scores_version, uploaded_definition
 from job_queue import send_job
 from packs.models import ContractVersion, Task, VersionState
 from packs.selectors import evaluator_lanes_for_tasks
@@ -34,7 +35,7 @@ from runs.bundle import (
     sample_label,
 )
 from runs.candidates import stored_files
-from runs.evaluators import evaluator_choose
+from runs.evaluators import Evaluator, EvaluatorNotAllowed, evaluator_choose, evaluator_get
 from runs.models import (
     Candidate,
     CandidateOrigin,
@@ -523,7 +524,7 @@ def run_open_live(
         evaluation = Evaluation.objects.create(
             run=run,
             number=1,
-            evaluator=evaluator_choose(contract_version.contract).key,
+            evaluator=_chosen_evaluator(contract_version).key,
             created_by=_user_or_none(user),
             total=contract_version.task_count,
         )
@@ -576,7 +577,7 @@ def run_record_live_candidate(
         candidate_id,
         timezone.now(),
     )
-    if candidate is None and get_family(task.family).active:
+    if candidate is None and (get_family(task.family).active or _scored_by_program(evaluation)):
         result.status, result.failure_reason = ResultStatus.FAILED, Reason.MISSING_CANDIDATE
         result.finished_at = timezone.now()
     elif refusal is not None and result.status == ResultStatus.QUEUED:
@@ -646,7 +647,7 @@ def evaluation_create(
         evaluation = Evaluation.objects.create(
             run=run,
             number=number,
-            evaluator=evaluator_choose(run.contract_version.contract, evaluator).key,
+            evaluator=_chosen_evaluator(run.contract_version, evaluator).key,
             created_by=_user_or_none(created_by),
         )
         rows = _result_rows(evaluation, run, timezone.now())
@@ -656,6 +657,29 @@ def evaluation_create(
         transaction.on_commit(lambda: evaluation_dispatch(evaluation.pk))
     evaluation.refresh_from_db()
     return evaluation
+
+
+def _chosen_evaluator(contract_version: ContractVersion, key: str | None = None) -> Evaluator:
+    """The contract's choice (runs.evaluators), and for an uploaded evaluation its own
+    word as well: it must declare that it scores this pack's version."""
+    evaluator = evaluator_choose(contract_version.contract, key)
+    if evaluator.program:
+        definition = uploaded_definition(evaluator.key)
+        if definition is None or not scores_version(definition, contract_version):
+            raise EvaluatorNotAllowed(
+                f"{evaluator.key} does not declare that it scores {contract_version.pack.pack_id} "
+                f"version {contract_version.version} (its evaluation.yaml's scores)."
+            )
+    return evaluator
+
+
+def _scored_by_program(evaluation: Evaluation) -> bool:
+    """Whether an uploaded program scores this evaluation's results (looked up once)."""
+    cached = getattr(evaluation, "_scored_by_program", None)
+    if cached is None:
+        cached = evaluator_get(evaluation.evaluator).program
+        evaluation._scored_by_program = cached  # type: ignore[attr-defined]
+    return cached
 
 
 def _result_rows(evaluation: Evaluation, run: Run, now: Any) -> list[TaskResult]:
@@ -702,7 +726,11 @@ def _initial_result(
         sample=sample,
         queue=WorkQueue.TEXT if is_text_family(family) else WorkQueue.SANDBOX,
     )
-    if not get_family(family).active:
+    program = _scored_by_program(evaluation)
+    if program:
+        # An author's program scores any family's candidate, in a sandbox.
+        row.queue = WorkQueue.SANDBOX
+    if not program and not get_family(family).active:
         row.status, row.failure_reason = ResultStatus.PENDING, Reason.NO_VERIFIER
         row.finished_at = now
     elif candidate_id is None:

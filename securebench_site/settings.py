@@ -336,6 +336,7 @@ CELERY_TASK_DEFAULT_QUEUE = "text"
 CELERY_TASK_ROUTES = {
     "runs.score_text_results": {"queue": "text"},
     "runs.score_sandbox_result": {"queue": "sandbox"},
+    "runs.score_run_scope": {"queue": "sandbox"},
     "runs.reap_leases": {"queue": "text"},
     "runs.fill_reference_runs": {"queue": "text"},
     # Agents wait on these (run_python now, workspace actions next): a queue of their own, so
