@@ -17,6 +17,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from evaluations.manifest import EvaluationManifest
+from evaluations.models import EvaluationDefinition, FileRole
+from evaluations.registry import manifest_of
+from packs.blobs import local_blob
+from packs.models import FileRoot
 from verifiers.evaluation_messages import MetricDeclaration
 from verifiers.evaluation_program import (
     ProgramOutcome,
@@ -25,12 +30,6 @@ from verifiers.evaluation_program import (
     run_evaluation_program,
 )
 from verifiers.evaluation_relay import CandidateProgram
-
-from evaluations.manifest import EvaluationManifest
-from evaluations.models import EvaluationDefinition, FileRole
-from evaluations.registry import manifest_of
-from packs.blobs import local_blob
-from packs.models import FileRoot
 from verifiers.sandbox import MiB, Sandbox, SandboxUnavailable
 from verifiers.task import Candidate, TaskLanes
 from verifiers.verdict import ERROR, FAILED, PASSED, Reason, Verdict
@@ -96,7 +95,7 @@ def task_verdict(
     try:
         outcome = evaluation_call(definition, sandbox, [item])
     except SandboxUnavailable as exc:
-        return Verdict(ERROR, Reason.SANDBOX_UNAVAILABLE, stderr=str(exc)[:2000]), {}
+        return Verdict(ERROR, reason=Reason.SANDBOX_UNAVAILABLE, stderr=str(exc)[:2000]), {}
     return outcome_verdict(manifest_of(definition), outcome), dict(outcome.metrics)
 
 
@@ -109,19 +108,16 @@ def outcome_verdict(manifest: EvaluationManifest, outcome: ProgramOutcome) -> Ve
     }
     if outcome.status != "ok":
         details = {"evaluation": manifest.key, "problem": outcome.problem}
-        return Verdict(ERROR, Reason.EVALUATION_ERROR, score=0.0, details=details, **common)
+        return Verdict(ERROR, reason=Reason.EVALUATION_ERROR, details=details, **common)
     primary = manifest.primary
     value = outcome.metrics.get(primary.name, {}).get("value")
     passed = outcome.passed if outcome.passed is not None else _reaches(primary, value)
     details = {"evaluation": manifest.key, "notes": list(outcome.candidate_notes)[:20]}
-    score = float(value) if isinstance(value, int | float) else 0.0
-    return Verdict(
-        PASSED if passed else FAILED,
-        None if passed else Reason.WRONG_ANSWER,
-        score=score,
-        details=details,
-        **common,
-    )
+    # The verdict's score is pass/fail; the metrics (any range: a Brier score, a PGR) are
+    # stored beside it and are what the run's numbers come from.
+    if passed:
+        return Verdict(PASSED, score=1.0, details=details, **common)
+    return Verdict(FAILED, score=0.0, reason=Reason.WRONG_ANSWER, details=details, **common)
 
 
 def _reaches(primary: Any, value: Any) -> bool:

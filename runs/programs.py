@@ -34,7 +34,7 @@ def program_verdict(
 ) -> tuple[Verdict, dict[str, Any]]:
     """The verdict of one result under an uploaded evaluation, with its metrics."""
     if evaluator.scope == "run":
-        return Verdict(PASSED, None, details={"note": RUN_SCOPE_NOTE}), {}
+        return Verdict(PASSED, score=1.0, details={"note": RUN_SCOPE_NOTE}), {}
     definition = uploaded_definition(evaluator.key)
     if definition is None:  # deleted under us: cannot happen while evaluations are kept
         raise LookupError(f"evaluation {evaluator.key} is not stored")
