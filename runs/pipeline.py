@@ -604,7 +604,7 @@ def _unfinished_without_open_results(limit: int = 200) -> set[int]:
     is safe (the finish is a conditional update; the call is re-sent only when due)."""
     open_results = TaskResult.objects.filter(evaluation_id=OuterRef("pk"), status__in=OPEN_STATUSES)
     return set(
-        Evaluation.objects.filter(run__submitted_at__isnull=False)
+        Evaluation.objects.exclude(run__submitted_at=None)
         .exclude(status=EvaluationStatus.DONE)
         .exclude(Exists(open_results))
         .values_list("pk", flat=True)[:limit]

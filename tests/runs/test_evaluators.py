@@ -70,7 +70,7 @@ def test_an_unknown_scorer_is_refused_by_name():
 
     assert str(refused.value) == (
         "'securebench@2' is not an evaluation this site knows "
-        "(known: securebench@1, securebench-pass-at-k@1)"
+        "(built in: securebench@1, securebench-pass-at-k@1; or one uploaded)"
     )
 
 
