@@ -19,6 +19,7 @@ from pathlib import Path
 from django.contrib.auth.base_user import AbstractBaseUser
 from django.core.files import File
 from django.core.files.storage import Storage, storages
+from django.core.files.uploadedfile import UploadedFile
 from django.db import IntegrityError, transaction
 
 from evaluations.manifest import (
@@ -37,6 +38,7 @@ from packs.compiler.errors import PackError, Problem
 from packs.compiler.paths import unsafe_path_reason
 from packs.models import Pack, blob_name
 from packs.services import UploadRejected, archive_limits, compile_limits, upload_workspace
+from packs.uploads import save_upload, upload_display_name
 
 MAX_FILES = 2_000
 CHUNK = 1 << 20
@@ -85,6 +87,17 @@ def evaluation_import_archive(
         extract_archive(archive, extracted, limits=archive_limits(), display_name=display_name)
         root = find_pack_root(extracted, MANIFEST_NAME, display_name=display_name)
         return _import(root, display_name, uploaded_by)
+
+
+def evaluation_import_upload(
+    *, archive: UploadedFile, uploaded_by: AbstractBaseUser | None = None
+) -> EvaluationImport:
+    """What the upload page or the API received (already size-checked), as an archive."""
+    with upload_workspace() as work:
+        path = save_upload(archive, work / "upload.bin")
+        return evaluation_import_archive(
+            archive=path, display_name=upload_display_name(archive), uploaded_by=uploaded_by
+        )
 
 
 def evaluation_import_folder(

@@ -1,7 +1,8 @@
 """Where layers above packs join in without packs importing them.
 
 ``pack_health`` (above runs) starts a new version's health checks when it is stored and adds
-its panel to the version page; packs only calls what was registered, in the order given.
+its panel to the version page; runs adds the evaluations that score a pack to the pack
+and version pages; packs only calls what was registered, in the order given.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils.safestring import SafeString
 
-from packs.models import ContractVersion
+from packs.models import ContractVersion, Pack
 
 VersionCreated = Callable[[ContractVersion, Any], None]
 VersionPanel = Callable[[HttpRequest, ContractVersion], SafeString | str]
+PackPanel = Callable[[HttpRequest, Pack], SafeString | str]
 
 _version_created: list[VersionCreated] = []
 _version_panels: list[VersionPanel] = []
+_pack_panels: list[PackPanel] = []
 
 
 def on_version_created(callback: VersionCreated) -> None:
@@ -42,3 +45,13 @@ def register_version_panel(panel: VersionPanel) -> None:
 
 def version_panels(request: HttpRequest, version: ContractVersion) -> list[SafeString | str]:
     return [panel(request, version) for panel in list(_version_panels)]
+
+
+def register_pack_panel(panel: PackPanel) -> None:
+    """Add an HTML fragment to the pack page (rendered for the viewing request)."""
+    if panel not in _pack_panels:
+        _pack_panels.append(panel)
+
+
+def pack_panels(request: HttpRequest, pack: Pack) -> list[SafeString | str]:
+    return [panel(request, pack) for panel in list(_pack_panels)]

@@ -64,6 +64,8 @@ def pack_detail(request: HttpRequest, pack_id: str) -> HttpResponse:
         "page": page,
         "can_manage": access.can_manage(request.user, pack),
         "policies": PublishPolicy.choices,
+        # Sections registered by apps above packs (the evaluations that score it).
+        "panels": hooks.pack_panels(request, pack),
     }
     return render(request, "packs/pack_detail.html", context)
 

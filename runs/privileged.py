@@ -21,6 +21,9 @@ from django.db.models import QuerySet
 from django.http import Http404, HttpRequest
 from django.utils import timezone
 
+from evaluations import access as evaluation_access
+from evaluations.models import EvaluationDefinition, EvaluationFile, FileRole
+from evaluations.services import blob_chunks
 from packs import access as pack_access
 from packs import sealed
 from packs.models import ContractVersion, Pack, PackFile, Task
@@ -227,4 +230,54 @@ class SealedReader:
             pack_id=self.contract_version.pack.pack_id,
             version=self.contract_version.version,
             **fields,
+        )
+
+
+@dataclass(frozen=True)
+class EvaluationSealedContent:
+    file: EvaluationFile
+    data: bytes
+    truncated: bool
+
+
+class EvaluationSealedReader:
+    """The same gate for an uploaded evaluation's sealed data (its labels, opponents,
+    thresholds): the privilege for a pack it scores (its maintainers, reviewers, admins),
+    debug mode, and an ``AuditEvent`` (object type ``evaluation_file``) before the bytes."""
+
+    def __init__(self, request: HttpRequest, definition: EvaluationDefinition) -> None:
+        packs = evaluation_access.privileged_packs(request.user, definition)
+        if not packs:
+            raise Http404("Not found.")
+        state = debug_mode(request)
+        if state is None:
+            raise PermissionDenied("Switch debug mode on (with a reason) to see this.")
+        self.request = request
+        self.definition = definition
+        self.mode = state
+        # The audit log files the read under the (first) pack that granted the privilege.
+        self.pack_id = packs[0]
+
+    def sealed_file(self, path: str) -> EvaluationSealedContent:
+        found = self.definition.files.filter(role=FileRole.SEALED, path=path).first()
+        if found is None:
+            raise Http404("No such sealed file.")
+        self._audit(found)
+        data = b""
+        for chunk in blob_chunks(found.sha256):
+            data += chunk
+            if len(data) > sealed.MAX_FILE_DISPLAY_BYTES:
+                break
+        limit = sealed.MAX_FILE_DISPLAY_BYTES
+        return EvaluationSealedContent(found, data[:limit], len(data) > limit)
+
+    def _audit(self, found: EvaluationFile) -> None:
+        audit(
+            self.request,
+            AuditAction.VIEW_FILE,
+            mode=self.mode,
+            object_type="evaluation_file",
+            object_id=found.pk,
+            pack_id=self.pack_id,
+            resource=f"{self.definition.key} sealed/{found.path}",
         )

@@ -18,6 +18,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django.views.decorators.vary import vary_on_headers
 
+from evaluations import selectors as evaluation_selectors
 from packs import access as pack_access
 from packs import selectors as pack_selectors
 from packs.models import ContractVersion, Pack
@@ -127,6 +128,24 @@ def reveal_file(request: HttpRequest, pack_id: str, version: int) -> HttpRespons
         "html": rendering.file_html(content.pack_file.path, content.data),
     }
     return _panel(request, "runs/privileged/_file.html", context)
+
+
+@require_GET
+def reveal_evaluation_file(request: HttpRequest, name: str, version: int) -> HttpResponse:
+    """One sealed file of an uploaded evaluation (its page links here in debug mode)."""
+    try:
+        definition = evaluation_selectors.definition_get(name, version, user=request.user)
+    except Http404:
+        raise Http404("Not found.") from None
+    reader = privileged.EvaluationSealedReader(request, definition)
+    content = reader.sealed_file(request.GET.get("path", ""))
+    context = {
+        "definition": definition,
+        "file": content.file,
+        "truncated": content.truncated,
+        "html": rendering.file_html(content.file.path, content.data),
+    }
+    return _panel(request, "runs/privileged/_evaluation_file.html", context)
 
 
 # --- result panels -----------------------------------------------------------------------------

@@ -51,6 +51,11 @@ urlpatterns = [
         privileged_views.reveal_file,
         name="reveal-file",
     ),
+    path(
+        "privileged/evaluations/<str:name>/v<int:version>/file/",
+        privileged_views.reveal_evaluation_file,
+        name="evaluation-file",
+    ),
     path("privileged/packs/<str:pack_id>/diff/", privileged_diff.reveal_diff, name="diff-reveal"),
     path("audit/", privileged_views.audit_log, name="audit-log"),
 ]

@@ -29,6 +29,8 @@ START_URLS = [
     "/admin/",
     "/upload/",
     "/audit/",
+    "/evaluations/upload/",
+    "/api/v1/evaluations/",
 ]
 SKIP_PREFIXES = ("/accounts/logout", "/static/", "/admin/logout", "/debug-mode/off")
 # Sort/filter variants of one admin list, and login pages with a `next`, repeat what was seen.
@@ -180,6 +182,7 @@ def path_values(world: LeakWorld) -> dict[str, list[str]]:
     # escapes the crawl unnoticed. File paths include the hidden ones: an attacker tries them.
     return {
         "pack_id": ["leaky"],
+        "name": ["leaky-eval"],
         "version": ["1"],
         "run_id": [str(run.pk) for run in world.runs],
         "number": ["1"],

@@ -43,6 +43,20 @@ def conflicting_pack(world: LeakWorld) -> bytes:
     return zip_folder(folder)
 
 
+def conflicting_evaluation(world: LeakWorld) -> bytes:
+    """The leak evaluation with its sealed labels changed: same key, other content. The 409
+    must not quote the stored labels."""
+    source = world.root / "leaky-evaluation"
+    folder = world.root / "conflicting-evaluation"
+    if not folder.exists():
+        for path in source.rglob("*"):
+            if path.is_file():
+                target = folder / path.relative_to(source)
+                target.parent.mkdir(parents=True, exist_ok=True)
+                target.write_text(path.read_text(encoding="utf-8").replace(MARK, "CHANGED"))
+    return zip_folder(folder)
+
+
 def bundle_text(world: LeakWorld) -> str:
     return "".join(json.dumps(line) + "\n" for line in wrong_candidates(world.root))
 
@@ -113,6 +127,10 @@ def api_body(world: LeakWorld, operation: str) -> tuple[Any, str | None]:
         "health_publish": ({"reason": "attacker publishes"}, "json"),
         "uploads_create": (
             {"archive": upload("leaky.zip", conflicting_pack(world))},
+            "multipart",
+        ),
+        "evaluations_create": (
+            {"archive": upload("leaky-eval.zip", conflicting_evaluation(world))},
             "multipart",
         ),
     }

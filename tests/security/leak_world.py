@@ -416,6 +416,7 @@ def build_world(root: Path) -> LeakWorld:
     # A second version whose sealed answers changed: the crawl reaches its diff against v1
     # (pack page, version page, the upload's landing), which must show digests only.
     upload_as(users["maintainer of this pack"], second_version(root))
+    upload_evaluation_as(users["maintainer of this pack"], leaky_evaluation(root))
     other = write_pack(root / "other-pack", {"id": "other", "version": 1}, [mc_row("q")], {})
     other_version = pack_import_folder(folder=other).contract_version
     other_version.pack.maintainers.add(users["maintainer of another pack"])
@@ -481,6 +482,45 @@ def upload_as(user: User, folder: Path) -> None:
     client.force_login(user)
     archive = SimpleUploadedFile(f"{folder.name}.zip", zip_folder(folder))
     response = client.post("/upload/", {"archive": archive})
+    assert response.status_code == 302, response.content.decode()[:2000]
+
+
+EVALUATION_NAME = "leaky-eval"
+# Shown to the pack's maintainers and reviewers without debug mode: no marker in it.
+EVALUATION_PROGRAM = "import json\nprint(json.dumps({'metrics': {'accuracy': 1.0}}))\n"
+
+
+def leaky_evaluation(root: Path) -> Path:
+    """An uploaded evaluation of the leak pack whose sealed data carries markers."""
+    folder = root / "leaky-evaluation"
+    (folder / "program").mkdir(parents=True)
+    (folder / "sealed").mkdir()
+    (folder / "evaluation.yaml").write_text(
+        yaml.safe_dump(
+            {
+                "id": EVALUATION_NAME,
+                "version": 1,
+                "title": "Leak test evaluation",
+                "scores": [{"pack": "leaky", "versions": "all"}],
+                "scope": "task",
+                "metrics": [
+                    {"name": "accuracy", "direction": "higher", "range": [0, 1], "primary": True}
+                ],
+                "program": {"command": ["python3", "/evaluation/program/score.py"]},
+            },
+            sort_keys=False,
+        )
+    )
+    (folder / "program" / "score.py").write_text(EVALUATION_PROGRAM)
+    (folder / "sealed" / "labels.txt").write_text(mark("evaluation-sealed-labels") + "\n")
+    return folder
+
+
+def upload_evaluation_as(user: User, folder: Path) -> None:
+    client = Client()
+    client.force_login(user)
+    archive = SimpleUploadedFile(f"{folder.name}.zip", zip_folder(folder))
+    response = client.post("/evaluations/upload/", {"archive": archive})
     assert response.status_code == 302, response.content.decode()[:2000]
 
 

@@ -6,11 +6,14 @@ While a ``SealedProbe`` is active it records:
   up as SQL on that table);
 - every ``open`` of a path under the ``pack_sealed`` storage root or the local blob cache,
   which holds copies of sealed files (a Python audit hook: storage API or plain ``open``);
-- every call of the accessor (``runs.privileged.SealedReader``'s reads).
+- every call of the accessor (``runs.privileged.SealedReader``'s reads, and
+  ``EvaluationSealedReader``'s for an uploaded evaluation's sealed data).
 
 Each low-level read is attributed by the call stack: inside a ``SealedReader`` read (the
 privileged path), inside the evaluator's read (``packs.selectors.evaluator_lanes_for_tasks``),
-or neither — a violation whatever the role.
+inside the reader of an uploaded evaluation's program files (``PROGRAM``: not sealed data,
+but only its packs' maintainers and reviewers may cause one), or neither — a violation
+whatever the role.
 """
 
 from __future__ import annotations
@@ -26,14 +29,20 @@ from typing import Any
 from django.core.files.storage import storages
 from django.db import connection
 
+from evaluations import selectors as evaluation_selectors
 from packs import selectors as pack_selectors
 from packs.blobs import blob_cache
 from packs.models import SealedValue
-from runs.privileged import SealedReader
+from runs.privileged import EvaluationSealedReader, SealedReader
 
 ACCESSOR_METHODS = ("resource", "file_list", "file")
+# An uploaded evaluation's sealed data: the same gate (privilege, debug mode, audit).
+EVALUATION_ACCESSOR_METHODS = ("sealed_file",)
 PRIVILEGED = "privileged accessor"
 EVALUATOR = "evaluator"
+# An uploaded evaluation's program files, shown to its packs' maintainers and reviewers
+# (evaluations.selectors.program_files): in the sealed store, but not sealed data.
+PROGRAM = "evaluation program reader"
 UNATTRIBUTED = "neither"
 
 
@@ -64,8 +73,10 @@ _HOOK_INSTALLED = False
 
 # Taken at import, before any probe wraps the methods.
 ACCESSOR_CODES: frozenset[CodeType] = frozenset(
-    getattr(SealedReader, name).__code__ for name in ACCESSOR_METHODS
+    [getattr(SealedReader, name).__code__ for name in ACCESSOR_METHODS]
+    + [getattr(EvaluationSealedReader, name).__code__ for name in EVALUATION_ACCESSOR_METHODS]
 )
+PROGRAM_CODES: frozenset[CodeType] = frozenset({evaluation_selectors.program_files.__code__})
 EVALUATOR_CODES: frozenset[CodeType] = frozenset(
     {pack_selectors.evaluator_lanes_for_tasks.__code__, pack_selectors._task_files.__code__}
 )
@@ -81,6 +92,8 @@ def _attribute() -> tuple[str, str]:
             return PRIVILEGED, caller or code.co_qualname
         if code in evaluator:
             return EVALUATOR, caller or code.co_qualname
+        if code in PROGRAM_CODES:
+            return PROGRAM, caller or code.co_qualname
         filename = code.co_filename
         if not caller and "/site-packages/" not in filename and "sealed_probe" not in filename:
             caller = f"{Path(filename).name}:{frame.f_lineno} {code.co_qualname}"
@@ -111,10 +124,10 @@ def _open_hook(event: str, args: tuple) -> None:
         _record("open", target)
 
 
-def _wrap_accessor(probe: SealedProbe, name: str) -> Callable:
-    original = getattr(SealedReader, name)
+def _wrap_accessor(probe: SealedProbe, name: str, owner: type = SealedReader) -> Callable:
+    original = getattr(owner, name)
 
-    def recorded(self: SealedReader, *args: Any, **kwargs: Any) -> Any:
+    def recorded(self: Any, *args: Any, **kwargs: Any) -> Any:
         probe.accessor_calls.append(f"{name}{args}")
         return original(self, *args, **kwargs)
 
@@ -143,6 +156,12 @@ def sealed_probe() -> Iterator[SealedProbe]:
             original = getattr(SealedReader, name)
             setattr(SealedReader, name, _wrap_accessor(probe, name))
             stack.callback(setattr, SealedReader, name, original)
+        for name in EVALUATION_ACCESSOR_METHODS:
+            original = getattr(EvaluationSealedReader, name)
+            setattr(
+                EvaluationSealedReader, name, _wrap_accessor(probe, name, EvaluationSealedReader)
+            )
+            stack.callback(setattr, EvaluationSealedReader, name, original)
         stack.enter_context(connection.execute_wrapper(_sql_watcher))
         _ACTIVE.append(probe)
         stack.callback(_ACTIVE.remove, probe)

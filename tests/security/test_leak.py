@@ -40,7 +40,7 @@ from tests.security.leak_world import (
     leak_world_fixture,
     marked_rows,
 )
-from tests.security.sealed_probe import EVALUATOR, PRIVILEGED, describe, sealed_probe
+from tests.security.sealed_probe import EVALUATOR, PRIVILEGED, PROGRAM, describe, sealed_probe
 
 pytestmark = pytest.mark.django_db
 REASON = "leak test: checking the privileged panels"
@@ -88,8 +88,12 @@ def test_no_request_of_any_role_shows_or_reads_a_sealed_value(leak_world, role):
         switched = debug_mode_attempt(client)
 
     # Not one statement on the sealed-value table, not one open under the sealed root,
-    # not one call of the accessor: no unprivileged path reaches sealed data at all.
-    assert probe.reads == [], describe(probe.reads)
+    # not one call of the accessor: no unprivileged path reaches sealed data at all. The
+    # uploaded evaluation's program (in the sealed store, not sealed data) is read for its
+    # pack's maintainers and reviewers only, by its own reader.
+    program_reads = probe.by_path(PROGRAM)
+    assert [read for read in probe.reads if read.path != PROGRAM] == [], describe(probe.reads)
+    assert bool(program_reads) == (role in PRIVILEGED_ROLES), (role, describe(program_reads))
     assert probe.accessor_calls == []
     statuses = [*seen.statuses.values(), *(status for _url, status in posted)]
     assert all(status < 500 for status in statuses), [p for p in posted if p[1] >= 500]
@@ -118,6 +122,8 @@ def assert_the_crawl_reached_everything(world: LeakWorld, seen: dict[str, int]) 
     assert len(task_pages) >= len(marked_rows()), "the crawler must reach every task page"
     assert any("/api/v1/packs/leaky/versions/1/tasks/" in url for url in seen)
     assert any("/files/readme.txt" in url for url in seen)
+    assert seen.get("/evaluations/leaky-eval/v1/") == 200, "the evaluation page was not crawled"
+    assert seen.get("/api/v1/evaluations/leaky-eval/1/") == 200
     bundle = "/api/v1/packs/leaky/versions/1/agent-bundle/"
     assert seen.get(bundle) == 200, "the agent bundle was not crawled"
     for path in HIDDEN_FILE_PATHS:
@@ -133,6 +139,7 @@ def privileged_urls(world: LeakWorld) -> list[str]:
     pack = "/privileged/packs/leaky/v1"
     urls = [f"{pack}/files/", f"{pack}/file/?path=tt-rich/check.sh"]
     urls += [f"{pack}/resource/?task=cc-rich&name=tests", f"{pack}/resource/?task=mc&name=answer"]
+    urls.append("/privileged/evaluations/leaky-eval/v1/file/?path=labels.txt")
     for result in world.wrong_run.evaluations.get().results.filter(
         task__task_id__in=["cc-rich", "rp-rich", "tt-rich"]
     ):
@@ -181,7 +188,9 @@ def test_a_reviewer_in_debug_mode_sees_every_marker_through_the_audited_accessor
     # Every sealed read happened inside the accessor, none in the evaluator's read or
     # anywhere else, and each accessor call left its audit record.
     assert probe.reads, "the privileged panels read sealed values"
-    assert probe.by_path(PRIVILEGED) == probe.reads, describe(probe.unattributed())
+    sealed_reads = [read for read in probe.reads if read.path != PROGRAM]
+    assert probe.by_path(PRIVILEGED) == sealed_reads, describe(probe.unattributed())
+    assert any("/privileged/evaluations/leaky-eval/" in url for url in privileged)
     assert not probe.by_path(EVALUATOR)
     events = AuditEvent.objects.filter(user=reviewer)
     sealed_events = events.filter(
