@@ -218,3 +218,36 @@ def test_without_a_player_the_program_reads_an_empty_stdin(
     outcome = _run(sandbox, tmp_path, program, spec=replace(SPEC, timeout_seconds=5))
     assert (outcome.status, outcome.problem) == ("ok", "")
     assert outcome.metrics["accuracy"]["value"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("program", "memory_mib", "named"),
+    [
+        (
+            # Memory high enough that 64 Python processes' RSS stays under it (bwrap's
+            # watchdog sums RSS), so the process limit is what stops it.
+            "import os\n"
+            "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+            2048,
+            "the program reached the limit of 64 processes",
+        ),
+        (
+            "blocks = []\nwhile True:\n    blocks.append(bytearray(16 * 1024 * 1024))",
+            128,
+            "the program went over its memory limit of 128 MiB",
+        ),
+        (
+            "import sys\nwhile True:\n    sys.stderr.write('x' * 65536)",
+            128,
+            "the program wrote more than 1048576 bytes to stderr",
+        ),
+    ],
+)
+def test_a_program_past_its_limits_is_named_by_the_limit(
+    sandbox: Sandbox, tmp_path: Path, program: str, memory_mib: int, named: str
+) -> None:
+    spec = replace(SPEC, timeout_seconds=5, memory_bytes=memory_mib * MiB)
+    outcome = _run(sandbox, tmp_path, program, spec=spec)
+    assert (outcome.status, outcome.reason) == ("error", "evaluation_error")
+    assert outcome.problem == named
+    assert len(outcome.log) <= 70_000  # its stderr, capped
