@@ -417,18 +417,19 @@ def _close(stream: Any) -> None:
 
 def _problem(spec: ProgramSpec, reading: _Reading, result: SandboxResult) -> str:
     """What ended the call badly, the channel first (a broken channel got the program
-    killed, so its exit says nothing), then the limits, then the exit status."""
+    killed, so its exit says nothing), then the limits and the clock, then the exit."""
     limits = program_limits(spec)
     if reading.problem:
         return reading.problem
-    if reading.timed_out or result.timed_out:
-        return f"the program timed out after {spec.timeout_seconds:g} s"
     if result.memory_exceeded:
         return f"the program went over its memory limit of {limits.memory_bytes // MiB} MiB"
     if result.process_limit:
         return f"the program reached the limit of {limits.pids} processes"
     if result.output_exceeded:
         return f"the program wrote more than {limits.output_bytes} bytes to stderr"
+    # After the limits: a fork bomb or a hog is usually also stopped by the clock.
+    if reading.timed_out or result.timed_out:
+        return f"the program timed out after {spec.timeout_seconds:g} s"
     if result.exit_code is None:
         return "the program was killed before it exited"
     if result.exit_code != 0:

@@ -187,3 +187,67 @@ def test_only_stdout_counts_not_files_the_program_leaves(sandbox: Sandbox, tmp_p
     assert outcome.status == "ok"
     assert outcome.metrics["accuracy"]["value"] == 0.0  # its stdout, not its files
     assert outcome.metrics["escapes"]["value"] == 0.0, outcome.log
+
+
+def test_a_link_in_an_uploaded_folder_is_refused_not_followed(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    """An upload whose program folder holds a link to a host file: following it would copy
+    the host's file into the sandbox for the program to print."""
+    host_secret = tmp_path / "host-secret.txt"
+    host_secret.write_text("host-only-bytes")
+    program_dir = _folder(
+        tmp_path / "program", {"score.py": "print(open('/evaluation/program/leak').read())"}
+    )
+    (program_dir / "leak").symlink_to(host_secret)
+    task = ProgramTask("t-1", "artifact_task", 0, {}, {}, None, _folder(tmp_path / "c", {}))
+    outcome = run_evaluation_program(sandbox, SPEC, program_dir, None, [task])
+    assert (outcome.status, outcome.reason) == ("error", "evaluation_error")
+    assert "program/leak is a link or special file" in outcome.problem
+    assert outcome.backend is None  # refused before any sandbox ran
+
+
+def test_without_a_player_the_program_reads_an_empty_stdin(
+    sandbox: Sandbox, tmp_path: Path
+) -> None:
+    program = """
+        import json, sys
+        extra = sys.stdin.read()  # would block for ever on an open pipe
+        print(json.dumps({"metrics": {"accuracy": int(extra == "")}}))
+    """
+    outcome = _run(sandbox, tmp_path, program, spec=replace(SPEC, timeout_seconds=5))
+    assert (outcome.status, outcome.problem) == ("ok", "")
+    assert outcome.metrics["accuracy"]["value"] == 1.0
+
+
+@pytest.mark.parametrize(
+    ("program", "memory_mib", "named"),
+    [
+        (
+            # Memory high enough that 64 Python processes' RSS stays under it (bwrap's
+            # watchdog sums RSS), so the process limit is what stops it.
+            "import os\n"
+            "while True:\n    try:\n        os.fork()\n    except OSError:\n        pass",
+            2048,
+            "the program reached the limit of 64 processes",
+        ),
+        (
+            "blocks = []\nwhile True:\n    blocks.append(bytearray(16 * 1024 * 1024))",
+            128,
+            "the program went over its memory limit of 128 MiB",
+        ),
+        (
+            "import sys\nwhile True:\n    sys.stderr.write('x' * 65536)",
+            128,
+            "the program wrote more than 1048576 bytes to stderr",
+        ),
+    ],
+)
+def test_a_program_past_its_limits_is_named_by_the_limit(
+    sandbox: Sandbox, tmp_path: Path, program: str, memory_mib: int, named: str
+) -> None:
+    spec = replace(SPEC, timeout_seconds=5, memory_bytes=memory_mib * MiB)
+    outcome = _run(sandbox, tmp_path, program, spec=spec)
+    assert (outcome.status, outcome.reason) == ("error", "evaluation_error")
+    assert outcome.problem == named
+    assert len(outcome.log) <= 70_000  # its stderr, capped
