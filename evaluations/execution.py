@@ -14,6 +14,7 @@ import tempfile
 from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
+from fnmatch import fnmatchcase
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +83,10 @@ def evaluation_call(
     manifest = manifest_of(definition)
     with _scratch() as scratch:
         program_dir, sealed_dir = _stage_definition(definition, scratch)
-        tasks = [_program_task(item, scratch / "tasks" / str(n)) for n, item in enumerate(items)]
+        tasks = [
+            _program_task(item, scratch / "tasks" / str(n), _visible_outputs(manifest))
+            for n, item in enumerate(items)
+        ]
         return run_evaluation_program(
             sandbox, program_spec(manifest), program_dir, sealed_dir, tasks
         )
@@ -128,6 +132,24 @@ def _reaches(primary: Any, value: Any) -> bool:
     return value <= primary.pass_at
 
 
+def _visible_outputs(manifest: EvaluationManifest) -> tuple[str, ...]:
+    """What of a candidate's files the call copies: the outputs ``reads`` names, or all of
+    them when it names none or when the candidate's own program plays (its player needs
+    every file it shipped, and starts from the same copy)."""
+    return () if manifest.has_candidate_program else manifest.reads
+
+
+def reads_output(reads: tuple[str, ...], path: str) -> bool:
+    """Whether the evaluation reads this output: every one when ``reads`` is empty; else a
+    path named, a file under a folder named, or a glob's match."""
+    if not reads:
+        return True
+    return any(
+        path == entry or path.startswith(entry.rstrip("/") + "/") or fnmatchcase(path, entry)
+        for entry in reads
+    )
+
+
 # --- staging ---------------------------------------------------------------------------------
 
 
@@ -154,12 +176,12 @@ def _stage_definition(definition: EvaluationDefinition, scratch: Path) -> tuple[
     return program_dir, sealed_dir
 
 
-def _program_task(item: ScoredCandidate, folder: Path) -> ProgramTask:
+def _program_task(item: ScoredCandidate, folder: Path, reads: tuple[str, ...]) -> ProgramTask:
     candidate_dir, files_dir = folder / "candidate", folder / "files"
     candidate_dir.mkdir(parents=True)
     files_dir.mkdir()
     if item.candidate is not None:
-        _write_candidate(item.candidate, candidate_dir)
+        _write_candidate(item.candidate, candidate_dir, reads)
     lanes = item.lanes
     for name in lanes.evaluation_inputs:
         for task_file in lanes.files.get(name, ()):
@@ -177,11 +199,14 @@ def _program_task(item: ScoredCandidate, folder: Path) -> ProgramTask:
     )
 
 
-def _write_candidate(candidate: Candidate, folder: Path) -> None:
-    """File candidates as their files; a text, code or patch candidate as one file named
-    after its kind (``candidate.txt``, ``candidate.py``, ``candidate.patch``)."""
+def _write_candidate(candidate: Candidate, folder: Path, reads: tuple[str, ...]) -> None:
+    """File candidates as their files (only the outputs the evaluation says it reads, when it
+    names any); a text, code or patch candidate as one file named after its kind
+    (``candidate.txt``, ``candidate.py``, ``candidate.patch``)."""
     if candidate.files:
         for path, content in candidate.files.items():
+            if not reads_output(reads, path):
+                continue
             target = folder / path
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_bytes(content.content)
