@@ -167,9 +167,12 @@ def test_a_json_document_failing_its_schema_names_the_field():
 
 
 def test_nan_is_not_json():
-    lines = '{"id": "a", "answer": NaN}\n'
+    # The schema (an object) would take it: only the parse refuses NaN.
+    candidate = artifact(**{"run_manifest.json": '{"run": NaN}'})
 
-    assert outcome(artifact(**{"predictions.jsonl": lines})) == ("failed", "output_malformed")
+    assert outcome(candidate) == ("failed", "output_malformed")
+    (found,) = violations(candidate)
+    assert "NaN is not a JSON number" in found["message"]
 
 
 def test_an_output_over_max_bytes_is_too_large():
