@@ -11,6 +11,7 @@ from typing import Any
 from episodes import wire
 from episodes.tools import family_tools, is_workspace_family, workspace_rules
 from packs.models import Task
+from verifiers.artifact_outputs import required_output_paths
 
 # Payload keys shown as the objective's opening text, in this order; anything else public
 # follows under its own name.
@@ -87,10 +88,12 @@ def first_observation(family: str, payload: dict[str, Any]) -> dict[str, Any]:
 def surfaces(contract: dict[str, Any]) -> dict[str, list[str]]:
     """The contract's allowed and read-only paths (globs) and the outputs it requires, as
     shown to the agent."""
-    return {
+    shown = {
         key: [item for item in contract.get(key) or [] if isinstance(item, str)]
-        for key in ("allowed_to_modify", "read_only", "required_outputs")
+        for key in ("allowed_to_modify", "read_only")
     }
+    # A required output may be an object with a rule of its own: its path is what to make.
+    return shown | {"required_outputs": required_output_paths(contract)}
 
 
 def surfaces_text(contract: dict[str, Any]) -> str:

@@ -71,7 +71,7 @@ def episode_privileged_info(episode: Episode, *, ip_address: str | None) -> dict
     reference = oracle_candidate(lanes)
     if reference is None:
         return wire.text_content("This task has no reference solution.", name="reference")
-    if reference.kind == "workspace":
+    if reference.kind in ("workspace", "artifact"):
         return wire.structured_content(_workspace_reference(reference), name="reference")
     if reference.kind == "patch":
         return wire.structured_content(_patch_reference(lanes, reference), name="reference")

@@ -182,7 +182,8 @@ def audit_pack(
     tracker = _Progress(progress, total=len(pack.tasks))
 
     def check(index: int) -> TaskChecks:
-        result = check_task(compiled_task_lanes(pack.tasks[index], pack.files), settings)
+        lanes = compiled_task_lanes(pack.tasks[index], pack.files, pack.manifest.contract)
+        result = check_task(lanes, settings)
         tracker.tick()
         return result
 

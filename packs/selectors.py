@@ -23,6 +23,7 @@ from packs.models import (
     ResourceFile,
     Task,
 )
+from verifiers.families import artifact_task
 from verifiers.lanes import EVALUATION_INPUTS, HIDDEN, LANES, PUBLIC
 from verifiers.task import TaskFile, TaskLanes
 
@@ -244,6 +245,7 @@ def evaluator_lanes_for_tasks(tasks: list[Task]) -> dict[int, TaskLanes]:
     for task_pk, lane, name, public_value, sealed_value in resources:
         lanes[task_pk][lane][name] = public_value if lane == PUBLIC else sealed_value
     files = _task_files(by_pk)
+    contracts = _contracts(by_pk.values())
     return {
         pk: TaskLanes(
             task_id=task.task_id,
@@ -254,9 +256,24 @@ def evaluator_lanes_for_tasks(tasks: list[Task]) -> dict[int, TaskLanes]:
             environment=task.environment,
             metadata=task.metadata,
             files=files[pk],
+            contract=contracts.get(task.contract_version_id) or {},
         )
         for pk, task in by_pk.items()
     }
+
+
+# Families whose verifier reads the contract (TaskLanes.contract).
+CONTRACT_FAMILIES = frozenset({artifact_task.SPEC.name})
+
+
+def _contracts(tasks: Iterable[Task]) -> dict[int, dict[str, Any]]:
+    """Contracts of the versions whose tasks judge by theirs (artifact_task's required
+    outputs), by version pk: one query then, none for every other family."""
+    wanted = {task.contract_version_id for task in tasks if task.family in CONTRACT_FAMILIES}
+    if not wanted:
+        return {}
+    rows = ContractVersion.objects.filter(pk__in=wanted).values_list("pk", "contract")
+    return {pk: contract or {} for pk, contract in rows}
 
 
 def _task_files(task_pks: Iterable[int]) -> dict[int, dict[str, tuple[TaskFile, ...]]]:

@@ -27,11 +27,17 @@ from packs.compiler.digest import contains_lone_surrogate, contains_nul
 from packs.compiler.limits import human_bytes
 from packs.compiler.strict_json import StrictJsonRefused, strict_loads
 from runs.budgets import usage_figure_problem
+from runs.bundle_artifact import (
+    ARTIFACT_KEYS,
+    MAX_ARTIFACT_FILES,
+    artifact_files_from_map,
+    folder_problems,
+)
 from verifiers.scratch_files import unsafe_relative_path
 from verifiers.task import Candidate, WorkspaceFile
 
 CANDIDATES_NAME = "candidates.jsonl"
-CANDIDATE_KINDS = ("text", "code", "patch", "workspace")
+CANDIDATE_KINDS = ("text", "code", "patch", "workspace", "artifact")
 UNPAIRED_SURROGATE = "contains an unpaired surrogate escape (such as \\ud800), which is not text"
 USAGE_KEYS = ("wall_seconds", "input_tokens", "output_tokens", "usd")
 METADATA_KEYS = ("agent_name", "agent_version", "model_name", "notes")
@@ -381,6 +387,8 @@ def _check_candidate(
         return None
     if kind == "workspace":
         return _check_workspace(value, number, problems, limits, bundle_root)
+    if kind == "artifact":
+        return _check_artifact(value, number, problems, limits, bundle_root)
     allowed = ("kind", kind)
     extra = [key for key in value if key not in allowed]
     for key in extra:
@@ -433,8 +441,45 @@ def _check_workspace(
         problems.add(number, where, "only bundle archives can carry workspace archives or folders")
         return None
     else:
-        files = _files_from_bundle(value[source], source, number, problems, limits, bundle_root)
+        files = _files_from_bundle(
+            value[source], source, number, problems, limits, bundle_root, MAX_WORKSPACE_FILES
+        )
     return None if files is None else Candidate(kind="workspace", files=files)
+
+
+def _check_artifact(
+    value: dict[str, Any],
+    number: int,
+    problems: _Problems,
+    limits: BundleLimits,
+    bundle_root: Path | None,
+) -> Candidate | None:
+    """An artifact: a ``files`` map (runs.bundle_artifact), or in a bundle archive an
+    ``archive`` or ``directory`` of it; either way held to the artifact path rules."""
+
+    def add(field_name: str, message: str) -> None:
+        problems.add(number, field_name, message)
+
+    for key in value:
+        if key not in ARTIFACT_KEYS:
+            add(f"candidate.{key}", "is not a key of an artifact candidate")
+    sources = [key for key in ("files", "archive", "directory") if key in value]
+    if len(sources) != 1:
+        add("candidate", "an artifact candidate has exactly one of files, archive, directory")
+        return None
+    source = sources[0]
+    if source == "files":
+        files = artifact_files_from_map(value["files"], add, limits.max_candidate_bytes)
+    elif bundle_root is None:
+        add(f"candidate.{source}", "only bundle archives can carry artifact archives or folders")
+        return None
+    else:
+        files = _files_from_bundle(
+            value[source], source, number, problems, limits, bundle_root, MAX_ARTIFACT_FILES
+        )
+        if files is not None and folder_problems(files, f"candidate.{source}", add):
+            return None
+    return None if files is None else Candidate(kind="artifact", files=files)
 
 
 def _files_from_map(
@@ -517,6 +562,7 @@ def _files_from_bundle(
     problems: _Problems,
     limits: BundleLimits,
     bundle_root: Path,
+    max_files: int,
 ) -> dict[str, WorkspaceFile] | None:
     where = f"candidate.{source}"
     unsafe = unsafe_relative_path(reference)
@@ -532,7 +578,7 @@ def _files_from_bundle(
         try:
             archive_limits = ArchiveLimits(
                 max_archive_bytes=limits.max_candidate_bytes,
-                max_members=MAX_WORKSPACE_FILES,
+                max_members=max_files,
                 max_unpacked_bytes=limits.max_candidate_bytes,
             )
             try:
@@ -540,17 +586,22 @@ def _files_from_bundle(
             except ArchiveError as exc:
                 problems.add(number, where, str(exc))
                 return None
-            return _collect_folder(scratch, where, number, problems, limits)
+            return _collect_folder(scratch, where, number, problems, limits, max_files)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
     if not target.is_dir() or target.is_symlink():
         problems.add(number, where, f"{reference} is not a folder in the bundle")
         return None
-    return _collect_folder(target, where, number, problems, limits)
+    return _collect_folder(target, where, number, problems, limits, max_files)
 
 
 def _collect_folder(
-    root: Path, where: str, number: int, problems: _Problems, limits: BundleLimits
+    root: Path,
+    where: str,
+    number: int,
+    problems: _Problems,
+    limits: BundleLimits,
+    max_files: int,
 ) -> dict[str, WorkspaceFile] | None:
     # The archive extractor already refused links and devices; a folder is checked here.
     files: dict[str, WorkspaceFile] = {}
@@ -563,7 +614,7 @@ def _collect_folder(
         if path.is_dir():
             continue
         total += path.stat().st_size
-        if total > limits.max_candidate_bytes or len(files) >= MAX_WORKSPACE_FILES:
+        if total > limits.max_candidate_bytes or len(files) >= max_files:
             message = (
                 f"is larger than {human_bytes(limits.max_candidate_bytes)} or has too many files"
             )

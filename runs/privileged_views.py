@@ -190,7 +190,7 @@ def result_privileged(request: HttpRequest, run_id: int, result_id: int, part: s
         context["oracle"] = run.origin == CandidateOrigin.ORACLE
         context["workspace"] = (
             selectors.workspace_files(candidate.files)
-            if candidate is not None and candidate.kind == "workspace"
+            if candidate is not None and candidate.kind in ("workspace", "artifact")
             else []
         )
     return _panel(request, "runs/privileged/_result.html", context)

@@ -26,7 +26,7 @@ from verifiers.families import FAMILIES, get_family
 from verifiers.task import Candidate as VerifierCandidate
 from verifiers.verdict import Reason
 
-# Contract keys that bind path-carrying candidates (patches and workspaces).
+# Contract keys that bind path-carrying candidates (patches, workspaces and artifacts).
 PATH_RULES = (ALLOWED_TO_MODIFY, READ_ONLY, REQUIRED_OUTPUTS)
 
 
@@ -40,7 +40,7 @@ def candidate_violations_of(
     contract: Mapping[str, Any] | None, family: str, candidate: VerifierCandidate
 ) -> list[dict[str, Any]]:
     """The rules one candidate breaks, as stored on ``Candidate.contract_violations``."""
-    if candidate.kind not in ("patch", "workspace") or not binds_paths(contract):
+    if candidate.kind not in ("patch", "workspace", "artifact") or not binds_paths(contract):
         # Text and code name no paths; only the family's kind could be broken, and bundles and
         # API batches refuse a wrong kind outright (runs.services._check_against_tasks).
         expected = get_family(family).candidate_kind

@@ -412,7 +412,7 @@ def result_detail(request: HttpRequest, run_id: int, result_id: int) -> HttpResp
         "candidate_private": not withheld and candidate is not None and not shown,
         "workspace": (
             selectors.workspace_files(candidate.files)
-            if shown and candidate is not None and candidate.kind == "workspace"
+            if shown and candidate is not None and candidate.kind in ("workspace", "artifact")
             else []
         ),
         # Privileged panels (verifier output, full details, withheld candidate) are offered in

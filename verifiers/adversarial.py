@@ -6,8 +6,9 @@ judge injection for text answers, an interpreter exit at import and always-equal
 code, patches that rewrite the tests or force pytest to report passes (a root
 ``conftest.py``, or package code that rewrites pytest's reports once imported) for
 repositories, and forged reports, a forcing ``conftest.py`` and shadowed modules for terminal
-workspaces. Every one must fail; one that passes is a weakness of that task's verifier,
-reported by the health check.
+workspaces, and for artifacts forged reports instead of the contract's outputs, nesting bombs
+in its JSON outputs and outputs written outside the artifact. Every one must fail; one that
+passes is a weakness of that task's verifier, reported by the health check.
 
 An attack is built only from what an agent could know: the public lane, public asset files,
 task metadata (shown to agents) and the *names* of paths the task's evaluation inputs use
@@ -26,6 +27,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from verifiers.artifact_outputs import JSON_FORMATS, output_rules
 from verifiers.families import get_family
 from verifiers.patch_policy import CandidatePolicy, check_paths, is_test_path, trusted_patch_paths
 from verifiers.scratch_files import WORKSPACE_ROOT
@@ -597,6 +599,53 @@ def _terminal_task(task: TaskLanes) -> list[Attack]:
     ]
 
 
+# --- artifacts ---------------------------------------------------------------------------------
+
+# Far past any parser's recursion limit: the built-in check must call it malformed, not crash.
+NESTING_BOMB = "[" * 100_000
+
+
+def _artifact_target(entry: str) -> str | None:
+    """A file path that satisfies a required output's path (None for a glob)."""
+    if any(char in entry for char in "*?["):
+        return None
+    return f"{entry.rstrip('/')}/output.json" if entry.endswith("/") else entry.strip("/")
+
+
+def _artifact_task(task: TaskLanes) -> list[Attack]:
+    # Only the contract (public) says what the artifact must hold.
+    rules = [rule for rule in output_rules(task.contract) if not rule.optional]
+    targets = [target for rule in rules if (target := _artifact_target(rule.path))]
+    report = json.dumps(FORGED_REPORT) + "\n"
+    attacks = [
+        Attack(
+            "artifact_forged_report",
+            "verdict files (reward.txt, result.json ...) claiming a pass instead of the outputs",
+            Candidate.of_artifact(
+                {"reward.txt": "1\n", "result.json": report, "verdict.json": report}
+            ),
+        )
+    ]
+    if any(rule.format in JSON_FORMATS for rule in rules) and targets:
+        attacks.append(
+            Attack(
+                "artifact_nesting_bomb",
+                "every required output a JSON nesting bomb of 100,000 brackets",
+                Candidate.of_artifact(dict.fromkeys(targets, NESTING_BOMB)),
+            )
+        )
+    if targets:
+        escaped = {f"../{targets[0]}": report, f"/{targets[0]}": report}
+        attacks.append(
+            Attack(
+                "artifact_path_escape",
+                "the required outputs written outside the artifact (../ and absolute paths)",
+                Candidate.of_artifact(escaped),
+            )
+        )
+    return attacks
+
+
 # --- the registry --------------------------------------------------------------------------------
 
 _BUILDERS: dict[str, Callable[[TaskLanes], list[Attack]]] = {
@@ -606,6 +655,7 @@ _BUILDERS: dict[str, Callable[[TaskLanes], list[Attack]]] = {
     "code_completion": _code_completion,
     "repo_patch": _repo_patch,
     "terminal_task": _terminal_task,
+    "artifact_task": _artifact_task,
 }
 
 

@@ -11,7 +11,13 @@ is computed. The rules, each reported at most once with the paths it names:
 - ``required_outputs``: each entry must be produced — by a patch, a path it adds or modifies
   (a deleted path is not produced); by a workspace, a file it holds. An entry is satisfied by
   that path or any path under it (``out/`` or ``final_checkpoint`` as folders); an entry with
-  ``*``, ``?`` or ``[`` is a gitwildmatch glob (``*.jsonl`` matches at any depth).
+  ``*``, ``?`` or ``[`` is a gitwildmatch glob (``*.jsonl`` matches at any depth). An entry
+  written as an object (``verifiers.artifact_outputs``) with ``optional: true`` need not be.
+- ``output_missing`` / ``output_malformed`` / ``output_too_large`` / ``output_late``: an
+  artifact candidate's files against each required output's own rule (format, schema,
+  max_bytes, written after the budget). An artifact reports a missing output as
+  ``output_missing``; a workspace keeps ``required_outputs`` for that and gets the other three
+  from entries written as objects. A patch's files are not known, so only presence is checked.
 
 Text and code candidates name no paths: a contract's surfaces or required outputs cannot be
 checked on them and are not (a contract with required_outputs on a text family binds nothing).
@@ -24,13 +30,14 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from verifiers.contract_surfaces import (
-    MAX_NAMED,
-    compile_globs,
-    more_note,
-    normalised_path,
-    surface_hits,
+from verifiers.artifact_outputs import (
+    OUTPUT_MISSING,
+    OutputProblem,
+    matching_paths,
+    output_problems,
+    output_rules,
 )
+from verifiers.contract_surfaces import MAX_NAMED, more_note, surface_hits
 from verifiers.families import get_family
 from verifiers.patch_policy import PatchFormatError, parse_git_header, parse_patch
 from verifiers.task import Candidate
@@ -39,12 +46,11 @@ CANDIDATE_KIND = "candidate_kind"
 READ_ONLY = "read_only"
 ALLOWED_TO_MODIFY = "allowed_to_modify"
 REQUIRED_OUTPUTS = "required_outputs"
-_GLOB_CHARS = frozenset("*?[")
 
 
 @dataclass(frozen=True)
 class ContractViolation:
-    rule: str  # one of the four rule names above
+    rule: str  # one of the rule names above
     paths: list[str]  # at most MAX_NAMED; the message counts the rest
     message: str
 
@@ -58,13 +64,17 @@ def candidate_violations(
     candidate: Candidate,
     *,
     changed_paths: Iterable[str] | None = None,
+    produced_after_budget: Iterable[str] | None = None,
 ) -> list[ContractViolation]:
     """Every rule of the contract (and the family's candidate kind) the candidate breaks, in
-    the order kind, read_only, allowed_to_modify, required_outputs; [] when it keeps them.
+    the order kind, read_only, allowed_to_modify, required_outputs, then the output rules;
+    [] when it keeps them.
 
     ``changed_paths``: what a live episode knows changed. For a workspace it replaces the
     candidate's file list (which holds unchanged seed files too, and not deleted ones); for a
-    patch it is checked beside the patch's own paths (the stricter of the two)."""
+    patch it is checked beside the patch's own paths (the stricter of the two).
+    ``produced_after_budget``: files the caller knows were written after the budget ran out
+    (an episode does); each one a required output names is ``output_late``."""
     expected = get_family(family).candidate_kind
     if expected is not None and candidate.kind != expected:
         message = (
@@ -77,16 +87,41 @@ def candidate_violations(
         touched = [*(shape[0] if shape else []), *(changed_paths or [])]
         produced = shape[1] if shape else None
         where = "the patch does not produce"
-    elif candidate.kind == "workspace":
+    elif candidate.kind in ("workspace", "artifact"):
         touched = list(candidate.files if changed_paths is None else changed_paths)
         produced = list(candidate.files)
         where = "not in the workspace"
     else:
         return []
     violations = _surface_violations(touched, contract)
-    missing = [] if produced is None else _missing(_strings(contract, REQUIRED_OUTPUTS), produced)
+    if candidate.kind == "artifact":
+        # Every output rule, missing ones included, under the output rule names.
+        problems = output_problems(
+            output_rules(contract), candidate.files, produced_after_budget=produced_after_budget
+        )
+        return violations + output_violations(problems)
+    missing = [] if produced is None else _missing(_mandatory_outputs(contract), produced)
     if missing:
         violations.append(_violation(REQUIRED_OUTPUTS, missing, f"{where} {_listed(missing)}"))
+    if candidate.kind == "workspace":
+        problems = output_problems(
+            output_rules(contract), candidate.files, produced_after_budget=produced_after_budget
+        )
+        violations += output_violations([p for p in problems if p.rule != OUTPUT_MISSING])
+    return violations
+
+
+def output_violations(problems: Sequence[OutputProblem]) -> list[ContractViolation]:
+    """The output check's problems as violations: one per rule, naming each path with what is
+    wrong with it (a JSONL line and field, a size), in the order the rules first appear."""
+    by_rule: dict[str, list[OutputProblem]] = {}
+    for problem in problems:
+        by_rule.setdefault(problem.rule, []).append(problem)
+    violations: list[ContractViolation] = []
+    for rule, found in by_rule.items():
+        paths = list(dict.fromkeys(problem.path for problem in found))
+        detail = "; ".join(f"{problem.path} {problem.detail}" for problem in found[:MAX_NAMED])
+        violations.append(_violation(rule, paths, detail))
     return violations
 
 
@@ -141,20 +176,14 @@ def _surface_violations(
 
 def _missing(required: list[str], produced: Iterable[str]) -> list[str]:
     """The required entries no produced path satisfies, in the contract's order."""
-    paths = {path for path in (normalised_path(raw) for raw in produced) if path}
-    missing: list[str] = []
-    for entry in required:
-        if _GLOB_CHARS & set(entry):
-            globs = compile_globs([entry])
-            found = any(glob.matches(path) for glob in globs for path in paths)
-        else:
-            # "out/" is a folder only; "out" is the file or, when it names one, the folder.
-            wanted = normalised_path(entry)
-            exact = not entry.endswith("/") and wanted in paths
-            found = bool(wanted) and (exact or any(p.startswith(wanted + "/") for p in paths))
-        if not found:
-            missing.append(entry)
-    return missing
+    paths = list(produced)
+    return [entry for entry in required if not matching_paths(entry, paths)]
+
+
+def _mandatory_outputs(contract: Mapping[str, Any]) -> list[str]:
+    """The paths of the required outputs that must be there (strings and non-optional
+    objects)."""
+    return [rule.path for rule in output_rules(contract) if not rule.optional]
 
 
 def _violation(rule: str, paths: list[str], detail: str) -> ContractViolation:

@@ -11,7 +11,7 @@ import json
 import string
 from typing import Any
 
-from verifiers.families import code_completion, get_family
+from verifiers.families import artifact_task, code_completion, get_family
 from verifiers.task import Candidate, TaskLanes
 
 
@@ -24,6 +24,7 @@ def oracle_candidate(task: TaskLanes) -> Candidate | None:
         "code_completion": _code_completion,
         "repo_patch": _repo_patch,
         "terminal_task": _terminal_task,
+        "artifact_task": _artifact_task,
     }
     builder = builders.get(task.family)
     return builder(task) if builder else None
@@ -36,6 +37,8 @@ def null_candidate(task: TaskLanes) -> Candidate | None:
         return None
     if kind == "workspace":
         return Candidate.of_workspace({})
+    if kind == "artifact":
+        return Candidate.of_artifact({})
     return Candidate(kind=kind, text="")
 
 
@@ -85,3 +88,8 @@ def _terminal_task(task: TaskLanes) -> Candidate | None:
         if "json" in state:
             return Candidate.of_workspace({state["path"]: json.dumps(state["json"]) + "\n"})
     return None
+
+
+def _artifact_task(task: TaskLanes) -> Candidate | None:
+    files = artifact_task.reference_files(task)
+    return Candidate.of_artifact(dict(files)) if files else None

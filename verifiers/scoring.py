@@ -1,8 +1,9 @@
 """Verification entry point: ``verify(task, candidate)`` for every family.
 
-Text families are pure functions run in the worker; code, patch and workspace families run
-their candidates in a sandbox. Deferred families are ``pending``. Whatever a verifier returns,
-its stored text is scrubbed of exact hidden and evaluation-input values here, once more.
+Text families and artifacts are pure functions run in the worker; code, patch and workspace
+families run their candidates in a sandbox. Deferred families are ``pending``. Whatever a
+verifier returns, its stored text is scrubbed of exact hidden and evaluation-input values
+here, once more.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from verifiers.families import (
+    artifact_task,
     code_completion,
     free_response,
     get_family,
@@ -105,6 +107,9 @@ def _dispatch(task: TaskLanes, candidate: Candidate, settings: VerifierSettings)
         return code_completion.verify(task, candidate, sandbox=settings.sandbox)
     if task.family == repo_patch.SPEC.name:
         return repo_patch.verify(task, candidate, sandbox=settings.sandbox)
+    if task.family == artifact_task.SPEC.name:
+        # Pure, but on the sandbox queue: one artifact (up to the candidate cap) per message.
+        return artifact_task.verify(task, candidate)
     if task.family == terminal_task.SPEC.name:
         return terminal_task.verify(
             task, candidate, sandbox=settings.sandbox, allowed_commands=settings.allowed_commands

@@ -9,7 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-CandidateKind = Literal["text", "code", "patch", "workspace"]
+CandidateKind = Literal["text", "code", "patch", "workspace", "artifact"]
+# Kinds whose candidate is a set of files (``Candidate.files``) rather than a text.
+FILE_KINDS: frozenset[str] = frozenset({"workspace", "artifact"})
 
 
 @dataclass(frozen=True)
@@ -31,6 +33,9 @@ class TaskLanes:
     metadata: dict[str, Any] = field(default_factory=dict)
     # Files per resource name: "assets" (public) and file-backed eval resources (e.g. checker).
     files: dict[str, tuple[TaskFile, ...]] = field(default_factory=dict)
+    # The contract version's contract (public: the agent reads it too). Only families that
+    # judge by it read it (artifact_task's required outputs); {} when none was given.
+    contract: dict[str, Any] = field(default_factory=dict)
 
     def secrets(self) -> list[Any]:
         """Values that must never appear in stored logs."""
@@ -47,7 +52,8 @@ class WorkspaceFile:
 class Candidate:
     kind: CandidateKind
     text: str = ""  # text, code and patch candidates
-    files: dict[str, WorkspaceFile] = field(default_factory=dict)  # workspace candidates
+    # workspace and artifact candidates: path → file
+    files: dict[str, WorkspaceFile] = field(default_factory=dict)
 
     @classmethod
     def of_text(cls, text: str) -> Candidate:
@@ -63,12 +69,21 @@ class Candidate:
 
     @classmethod
     def of_workspace(cls, files: dict[str, bytes | str | WorkspaceFile]) -> Candidate:
-        normalised: dict[str, WorkspaceFile] = {}
-        for path, content in files.items():
-            if isinstance(content, WorkspaceFile):
-                normalised[path] = content
-            elif isinstance(content, str):
-                normalised[path] = WorkspaceFile(content.encode("utf-8"))
-            else:
-                normalised[path] = WorkspaceFile(content)
-        return cls(kind="workspace", files=normalised)
+        return cls(kind="workspace", files=_workspace_files(files))
+
+    @classmethod
+    def of_artifact(cls, files: dict[str, bytes | str | WorkspaceFile]) -> Candidate:
+        """The files an artifact task produced (stored and shown like a workspace's)."""
+        return cls(kind="artifact", files=_workspace_files(files))
+
+
+def _workspace_files(files: dict[str, bytes | str | WorkspaceFile]) -> dict[str, WorkspaceFile]:
+    normalised: dict[str, WorkspaceFile] = {}
+    for path, content in files.items():
+        if isinstance(content, WorkspaceFile):
+            normalised[path] = content
+        elif isinstance(content, str):
+            normalised[path] = WorkspaceFile(content.encode("utf-8"))
+        else:
+            normalised[path] = WorkspaceFile(content)
+    return normalised

@@ -38,6 +38,10 @@ class Reason:
     INFRASTRUCTURE = "infrastructure"
     SANDBOX_UNAVAILABLE = "sandbox_unavailable"
     TASK_MISCONFIGURED = "task_misconfigured"
+    # An artifact against its contract's required outputs (verifiers.artifact_outputs).
+    OUTPUT_MISSING = "output_missing"
+    OUTPUT_MALFORMED = "output_malformed"
+    OUTPUT_TOO_LARGE = "output_too_large"
     # Set by the pipeline, never by a verifier: the result's lease expired on every attempt.
     RETRIES_EXHAUSTED = "retries_exhausted"
     # Set by the site, never by a verifier: a live workspace changed a path the contract's

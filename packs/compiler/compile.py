@@ -360,10 +360,13 @@ def _family_warnings(families: Counter[str]) -> list[str]:
 
 
 def compiled_task_lanes(
-    task: CompiledTask, files: dict[tuple[str, str], PackFileEntry]
+    task: CompiledTask,
+    files: dict[tuple[str, str], PackFileEntry],
+    contract: dict[str, Any] | None = None,
 ) -> TaskLanes:
     """All three lanes of a freshly compiled task, for verifying without a database
-    (tests and benchmarks); the site builds the same view from stored rows."""
+    (tests and benchmarks); the site builds the same view from stored rows. ``contract``:
+    the manifest's, for families that judge by it (artifact_task)."""
     lanes: dict[str, dict[str, Any]] = {lane: {} for lane in LANES}
     attached: dict[str, tuple[TaskFile, ...]] = {}
     for resource in task.resources:
@@ -382,4 +385,5 @@ def compiled_task_lanes(
         environment=copy.deepcopy(task.environment),
         metadata=copy.deepcopy(task.metadata),
         files=attached,
+        contract=copy.deepcopy(contract or {}),
     )

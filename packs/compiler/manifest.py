@@ -12,6 +12,7 @@ import yaml
 from packs.compiler.digest import contains_nul, nesting_depth_exceeds
 from packs.compiler.errors import PackError, Problem
 from packs.compiler.limits import CompileLimits, human_bytes
+from packs.compiler.outputs import required_outputs
 from packs.compiler.paths import normalise, overlaps, unsafe_path_reason
 from packs.compiler.yaml_safe import YamlRefused, compose_yaml, construct_yaml
 from verifiers.families.base import (
@@ -305,7 +306,8 @@ _CONTRACT = strict_object(
         "budgets": Field(_BUDGETS),
         "allowed_to_modify": Field(string_list),
         "read_only": Field(string_list),
-        "required_outputs": Field(string_list),
+        # Paths, or objects with a rule of their own (format, schema, max_bytes ...).
+        "required_outputs": Field(required_outputs),
         "compatible_evaluations": Field(_evaluation_names),
     }
 )

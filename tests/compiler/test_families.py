@@ -1,4 +1,4 @@
-"""The twelve families: registry, schema of the six active ones, and every lane map."""
+"""The twelve families: registry, schema of the seven active ones, and every lane map."""
 
 from __future__ import annotations
 
@@ -63,13 +63,19 @@ VALID = {
             "expected_state": {"path": "output.txt", "content": "x"},
         },
     ),
+    "artifact_task": (
+        {"instructions": "Write predictions.jsonl", "context": {"split": "test"}},
+        {
+            "reference_artifact": {"predictions.jsonl": '{"id": 1}\n'},
+            "rubric": {"criteria": ["complete"]},
+        },
+    ),
 }
 
 DEFERRED_EVAL_KEYS = {
     "tool_call": ["initial_state", "expected_calls", "expected_final_state"],
     "browser_task": ["credentials", "success_check"],
     "desktop_task": ["success_check"],
-    "artifact_task": ["reference_artifact", "rubric"],
     "multimodal_qa": ["answer", "rubric"],
     "preference_pair": ["preference", "rubric"],
 }
@@ -126,7 +132,7 @@ def test_the_registry_knows_all_twelve_families():
     assert all(FAMILIES[name].name == name for name in FAMILIES)
 
 
-def test_the_six_active_families_declare_their_candidate_kind():
+def test_the_seven_active_families_declare_their_candidate_kind():
     kinds = {name: spec.candidate_kind for name, spec in FAMILIES.items() if spec.active}
 
     assert kinds == {
@@ -136,6 +142,7 @@ def test_the_six_active_families_declare_their_candidate_kind():
         "code_completion": "code",
         "repo_patch": "patch",
         "terminal_task": "workspace",
+        "artifact_task": "artifact",
     }
 
 
@@ -655,7 +662,42 @@ FAMILY_ERRORS += [
         "eval",
         "has unknown field(s): oracle",
     ),
+    ("artifact_task", {}, {}, "input.instructions", "is required"),
+    (
+        "artifact_task",
+        {"instructions": "i"},
+        {"reference_artifact": "out.txt"},
+        "eval.reference_artifact",
+        "must be a file reference {path} or a non-empty {path: text} map",
+    ),
+    (
+        "artifact_task",
+        {"instructions": "i"},
+        {"reference_artifact": {"../out.txt": "x"}},
+        "eval.reference_artifact.../out.txt",
+        "path '../out.txt' escapes the workspace",
+    ),
+    (
+        "artifact_task",
+        {"instructions": "i"},
+        {"reference_artifact": {"out.txt": 3}},
+        "eval.reference_artifact.out.txt",
+        "must be the file's text (a string)",
+    ),
 ]
+
+
+def test_an_artifact_reference_may_be_a_folder_under_the_eval_root(tmp_path):
+    eval = {"reference_artifact": {"path": "refs/t1"}, "rubric": "complete"}
+    pack = write_pack(tmp_path, [row("artifact_task", {"instructions": "i"}, eval)])
+    (pack / "hidden" / "refs" / "t1").mkdir(parents=True)
+    (pack / "hidden" / "refs" / "t1" / "predictions.jsonl").write_text('{"id": 1}\n')
+
+    task = compile_pack(pack).tasks[0]
+
+    (reference,) = [r for r in task.resources if r.name == "reference_artifact"]
+    assert (reference.lane, reference.kind) == (HIDDEN, "directory")
+    assert reference.files == (("eval", "refs/t1/predictions.jsonl"),)
 
 
 @pytest.mark.parametrize(("family", "input", "eval", "field", "message"), FAMILY_ERRORS)

@@ -181,7 +181,11 @@ CONTRACTS = [
     ("{budgets: {attempts: 0}}", "contract.budgets.attempts", "must be a positive integer"),
     ("{allowed_to_modify: src}", "contract.allowed_to_modify", "must be a string array"),
     ("{read_only: ['']}", "contract.read_only", "must contain only non-empty strings"),
-    ("{required_outputs: [1]}", "contract.required_outputs", "must contain only non-empty strings"),
+    (
+        "{required_outputs: [1]}",
+        "contract.required_outputs[0]",
+        "must be a non-empty path or a {path, ...} object",
+    ),
     (
         "{compatible_evaluations: securebench@1}",
         "contract.compatible_evaluations",

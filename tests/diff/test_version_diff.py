@@ -118,7 +118,7 @@ def test_a_hidden_file_changed_is_breaking_and_its_path_stays_sealed(make_pack):
     row = {
         "id": "art",
         "family": "artifact_task",
-        "input": {"brief": "Write the report."},
+        "input": {"instructions": "Write the report."},
         "eval": {"reference_artifact": {"path": "refs/report.txt"}},
     }
     old, new = two_versions(

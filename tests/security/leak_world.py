@@ -105,7 +105,7 @@ class LeakWorld:
 
 
 def marked_rows() -> list[dict[str, Any]]:
-    return [*basic_rows(), *rich_rows(), *deferred_rows()]
+    return [*basic_rows(), *rich_rows(), *deferred_rows(), artifact_row()]
 
 
 def basic_rows() -> list[dict[str, Any]]:
@@ -280,7 +280,6 @@ def deferred_rows() -> list[dict[str, Any]]:
         "tool_call": ["initial_state", "expected_calls", "expected_final_state"],
         "browser_task": ["credentials", "success_check"],
         "desktop_task": ["success_check"],
-        "artifact_task": ["reference_artifact", "rubric"],
         "multimodal_qa": ["answer", "rubric"],
         "preference_pair": ["preference", "rubric"],
         "invented_family": ["anything"],
@@ -295,6 +294,20 @@ def deferred_rows() -> list[dict[str, Any]]:
         }
         for family, keys in eval_keys.items()
     ]
+
+
+def artifact_row() -> dict[str, Any]:
+    """artifact_task has a schema now (no unlisted keys): its reference files and rubric are
+    sealed, inline, each with a marker."""
+    return {
+        "id": "artifact_task",
+        "family": "artifact_task",
+        "input": {"instructions": "an artifact_task task"},
+        "eval": {
+            "reference_artifact": {"report.txt": mark("artifact_task-reference_artifact")},
+            "rubric": {"value": mark("artifact_task-rubric")},
+        },
+    }
 
 
 CALC_SOURCE = "def add(a, b):\n    return a - b\n"
