@@ -84,6 +84,7 @@ SPEC = FamilySpec(
         "instructions": Field(non_empty_string, required=True),
         "context": Field(string_or_object),
     },
+    open_input=True,
     eval_fields={
         "reference_artifact": Field(reference_artifact),
         # Read only by evaluation programs, which say what shape they take.

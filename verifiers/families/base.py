@@ -43,6 +43,9 @@ class FamilySpec:
     # Eval fields that carry files under the eval root beyond the generic file-reference
     # rule (a {path, mount?, read_only?} object), e.g. terminal_task's trusted-file checker.
     eval_file_paths: Mapping[str, FilePathOf] = field(default_factory=dict)
+    # Input keys beyond ``input_fields`` are allowed (all public): an artifact task's author
+    # describes the data (a split, a dataset version) in keys of their own.
+    open_input: bool = False
 
     def __post_init__(self) -> None:
         # Specs are shared module-level singletons; make their maps read-only.
@@ -59,7 +62,10 @@ class FamilySpec:
     def validate(self, input: dict[str, Any], eval: dict[str, Any]) -> list[FieldProblem]:
         problems: list[FieldProblem] = []
         if self.input_fields is not None:
-            problems += check_fields(input, self.input_fields, "input")
+            known = self.input_fields
+            if self.open_input:
+                known = {**{key: Field(any_value) for key in input}, **self.input_fields}
+            problems += check_fields(input, known, "input")
         if self.eval_fields is not None:
             problems += check_fields(eval, self.eval_fields, "eval")
         return problems
