@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer
 
 from packs.readable import highlighted
-from runs.evaluators import EVALUATORS, metrics_of
+from runs.evaluators import UnknownEvaluator, evaluator_get, metrics_of
 from runs.models import CandidateOrigin, Run, RunMode, RunSource
 from runs.selectors import FamilyRate
 
@@ -273,7 +273,7 @@ def metrics_line(evaluation) -> SafeString:
         '<span class="metric" title="{}">{} <strong>{}</strong>{}</span>',
         (
             (
-                interval_title(m.ci_low, m.ci_high),
+                _interval_words(evaluation, name, m.ci_low, m.ci_high),
                 name,
                 "—" if m.value is None else f"{m.value:.2f}",
                 ""
@@ -285,8 +285,44 @@ def metrics_line(evaluation) -> SafeString:
     )
 
 
+def _interval_words(evaluation, name: str, low: float | None, high: float | None) -> str:
+    """The interval's tooltip; an uploaded evaluation's metric also says how its interval
+    was found (a bootstrap's seed, or the program's own)."""
+    stored = (evaluation.metrics or {}).get(name)
+    how = stored.get("interval") if isinstance(stored, dict) else None
+    if not isinstance(how, str) or not how:
+        return interval_title(low, high)
+    if low is None or high is None:
+        return how
+    return f"95 % interval: from {low:.3f} to {high:.3f} ({how})"
+
+
+@register.simple_tag
+def interval_label(evaluation) -> str:
+    """What the score card's bracket is: Wilson's interval for the site's scorers, and how an
+    uploaded evaluation's interval was found (a seeded bootstrap, or its program's own)."""
+    if evaluation.ci_low is None:
+        return ""
+    stored = (evaluation.metrics or {}).get(primary_metric(evaluation.evaluator))
+    how = stored.get("interval") if isinstance(stored, dict) else None
+    return f"[95 % interval: {how}]" if isinstance(how, str) and how else "[95 % Wilson interval]"
+
+
+@register.simple_tag
+def errors_label(evaluation) -> str:
+    """Whose the errors are: never the agent's. Under an uploaded evaluation an error is its
+    program's (evaluation_error) or ours (a sandbox that could not start)."""
+    try:
+        program = evaluator_get(evaluation.evaluator).program
+    except UnknownEvaluator:
+        program = False
+    return "the evaluation's or ours, never the agent's" if program else "ours, not the agent's"
+
+
 @register.filter
 def primary_metric(evaluator_key: str) -> str:
     """The metric an evaluation's score is (its scorer's primary one)."""
-    evaluator = EVALUATORS.get(evaluator_key)
-    return evaluator.primary_metric if evaluator else "score"
+    try:
+        return evaluator_get(evaluator_key).primary_metric
+    except UnknownEvaluator:
+        return "score"
