@@ -8,6 +8,7 @@ from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
+from evaluations.models import EvaluationDefinition
 from packs.models import ContractVersion, Pack, Task
 from tests.conftest import EXAMPLES, mc_row, zip_folder
 
@@ -90,7 +91,13 @@ def test_setup_site_creates_one_admin_and_imports_the_examples_once():
         "code_completion",
         "repo_patch",
         "terminal_task",
+        "artifact_task",
     } <= families
+    # The example evaluations that score them come with them, once.
+    stored = set(EvaluationDefinition.objects.values_list("name", "version"))
+    assert {("w2s-exact-match", 1), ("w2s-exact-match", 2), ("w2s-pgr", 1)} <= stored
+    assert ("nim-arena", 1) in stored and "example: Stored evaluation nim-arena@1" in first
+    assert "Stored evaluation" not in second
 
 
 def test_every_example_pack_compiles_cleanly():

@@ -288,6 +288,8 @@ def started_site(tmp_path_factory: pytest.TempPathFactory) -> Iterator[StartedSi
         "S": str(COMMAND_SECONDS // 2),
         "URL": "http://127.0.0.1:8000",
         "EVALUATOR": "securebench@1",
+        # An evaluation folder that scores an example pack `make run` imported.
+        "FOLDER": "examples/evaluations/w2s-exact-match",
     }
     with Site(data_dir=root / "data", env=NEWCOMER_DEFAULTS) as site:
         # A run of the site's own to re-score, whatever order the README prints things in.

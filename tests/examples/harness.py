@@ -3,7 +3,7 @@
 A temporary folder stands in for /evaluation (program/, sealed/, input.json, tasks/<n>/files)
 and for /candidates/<n>; the programs find these two roots through SECUREBENCH_EVALUATION_ROOT
 and SECUREBENCH_CANDIDATES_ROOT. input.json is written as the site writes it, with the
-spec's paths (/candidates/0, ...), so the programs' path mapping is exercised too. The
+sandbox's paths (/candidates/0, ...), so the programs' path mapping is exercised too. The
 channel's rules for the final message are checked here, so a program that would be an
 `evaluation_error` on the site fails these tests.
 """
@@ -165,7 +165,7 @@ def run_evaluation(name: str, tasks: list[TaskCall], root: Path) -> dict[str, An
 
 
 def checked_final(name: str, message: dict[str, Any]) -> dict[str, Any]:
-    """The spec's rules for the final message: declared names, the primary present, finite
+    """The site's rules for the final message: declared names, the primary present, finite
     numbers inside the declared range, ci_low <= value <= ci_high."""
     spec = evaluation_spec(name)
     declared = {metric["name"]: metric for metric in spec["metrics"]}

@@ -32,7 +32,7 @@ Channel: messages to the host are JSON lines on stdout ({"to_candidate": ...},
 {"restart_candidate": true}, then the final {"metrics": ...}); its answers come one line
 each on stdin. The log goes to stderr.
 
-Paths: the spec's /evaluation/input.json and /evaluation/sealed/. Outside the sandbox
+Paths: the sandbox's /evaluation/input.json and /evaluation/sealed/. Outside the sandbox
 (tests, an author's machine) SECUREBENCH_EVALUATION_ROOT (default /evaluation) says where
 that root is. The program never reads the candidate's files: it only talks to the player.
 Standard library only.

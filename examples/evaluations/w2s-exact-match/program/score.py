@@ -6,7 +6,7 @@ character (no trimming, no case folding, "42.0" is not "42"). The first line for
 counts, later ones are ignored; a missing item, a line that is not such an object, or a
 missing predictions.jsonl counts as wrong. Version 2 of this evaluation normalises first.
 
-Paths: the spec's /evaluation/input.json, /evaluation/sealed/ and the candidate folder
+Paths: the sandbox's /evaluation/input.json, /evaluation/sealed/ and the candidate folder
 named in input.json (/candidates/<n>). Outside the sandbox (tests, an author's machine)
 SECUREBENCH_EVALUATION_ROOT and SECUREBENCH_CANDIDATES_ROOT (defaults /evaluation and
 /candidates) say where those two roots are; a path in input.json under either root is read
@@ -40,7 +40,7 @@ def log(message: str) -> None:
 
 
 def local_path(spec_path: str) -> Path:
-    """Where a path of the spec (/evaluation/..., /candidates/...) lies on this machine."""
+    """Where a sandbox path (/evaluation/..., /candidates/...) lies on this machine."""
     for prefix, variable in ROOTS:
         if spec_path == prefix or spec_path.startswith(prefix + "/"):
             return Path(os.environ.get(variable, prefix) + spec_path[len(prefix) :])

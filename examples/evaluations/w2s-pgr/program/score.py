@@ -24,7 +24,7 @@ PGR and is left out of PGR's interval); the interval's ends are the nearest-rank
 97.5th percentiles (the ceil(0.025 m)-th and ceil(0.975 m)-th smallest of m values),
 widened to include the point value when they do not.
 
-Paths: the spec's /evaluation/input.json, /evaluation/sealed/ and the candidate folders
+Paths: the sandbox's /evaluation/input.json, /evaluation/sealed/ and the candidate folders
 named in input.json (/candidates/<n>). Outside the sandbox (tests, an author's machine)
 SECUREBENCH_EVALUATION_ROOT and SECUREBENCH_CANDIDATES_ROOT (defaults /evaluation and
 /candidates) say where those two roots are; a path in input.json under either root is read
@@ -64,7 +64,7 @@ def log(message: str) -> None:
 
 
 def local_path(spec_path: str) -> Path:
-    """Where a path of the spec (/evaluation/..., /candidates/...) lies on this machine."""
+    """Where a sandbox path (/evaluation/..., /candidates/...) lies on this machine."""
     for prefix, variable in ROOTS:
         if spec_path == prefix or spec_path.startswith(prefix + "/"):
             return Path(os.environ.get(variable, prefix) + spec_path[len(prefix) :])
