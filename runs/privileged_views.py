@@ -25,7 +25,7 @@ from packs.models import ContractVersion, Pack
 from packs.pagination import paginate
 from runs import access, privileged, rendering, selectors
 from runs.forms import AuditFilterForm
-from runs.models import AuditAction, AuditEvent, CandidateOrigin, TaskResult
+from runs.models import AuditAction, AuditEvent, CandidateOrigin, Evaluation, TaskResult
 
 AUDIT_EVENTS_PER_PAGE = 50
 RESULT_PARTS = ("logs", "details", "candidate")
@@ -146,6 +146,33 @@ def reveal_evaluation_file(request: HttpRequest, name: str, version: int) -> Htt
         "html": rendering.file_html(content.file.path, content.data),
     }
     return _panel(request, "runs/privileged/_evaluation_file.html", context)
+
+
+@require_GET
+def evaluation_program_log(request: HttpRequest, run_id: int, number: int) -> HttpResponse:
+    """A run-scope evaluation's one program call: what went wrong and the program's log
+    (the evaluation's authors read it in debug mode; it may quote their sealed data)."""
+    run = selectors.run_get(run_id, user=request.user)
+    mode = privileged.require_privileged(request, run.contract_version.pack)
+    evaluation = get_object_or_404(Evaluation, run=run, number=number)
+    privileged.audit(
+        request,
+        AuditAction.VIEW_LOGS,
+        mode=mode,
+        object_type="evaluation",
+        object_id=evaluation.pk,
+        pack_id=run.contract_version.pack.pack_id,
+        version=run.contract_version.version,
+        resource=f"run {run.pk} · evaluation {number} · program log",
+    )
+    outcome = evaluation.program_outcome or {}
+    context = {
+        "run": run,
+        "evaluation": evaluation,
+        "problem": outcome.get("problem", ""),
+        "log": rendering.log_html(evaluation.program_log) if evaluation.program_log else None,
+    }
+    return _panel(request, "runs/privileged/_program_log.html", context)
 
 
 # --- result panels -----------------------------------------------------------------------------

@@ -18,6 +18,11 @@ urlpatterns = [
     ),
     path("runs/<int:run_id>/results/<int:result_id>/", views.result_detail, name="result"),
     path(
+        "runs/<int:run_id>/evaluations/<int:number>/privileged/program-log/",
+        privileged_views.evaluation_program_log,
+        name="evaluation-program-log",
+    ),
+    path(
         "runs/<int:run_id>/results/<int:result_id>/privileged/<str:part>/",
         privileged_views.result_privileged,
         name="result-privileged",

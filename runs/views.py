@@ -296,6 +296,9 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             comparable=selectors.comparable_runs(run),
             validity_word=validity.validity_word(run, judged=validity.has_judged_candidate(run)),
             can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
+            # A run-scope evaluation program's log: offered in debug mode to the privileged.
+            can_reveal=access.can_view_privileged(request.user, run),
+            debug_on=privileged.debug_mode(request) is not None,
             # The re-evaluate form's choice of scorer, or why this version has none.
             scorers=allowed_evaluators(run.contract_version.contract),
             scoring_problem=scoring_problem(run.contract_version.contract),

@@ -15,9 +15,9 @@ from packs.services import pack_import_folder
 from runs import pipeline
 from runs.bundle import ParsedBundle, parse_candidate_objects
 from runs.evaluators import EvaluatorNotAllowed
-from runs.models import Evaluation, ResultStatus, RunSource, TaskResult
+from runs.models import AuditEvent, Evaluation, ResultStatus, RunSource, TaskResult
 from runs.services import RunMetadata, evaluation_create, run_submit_bundle
-from tests.conftest import mc_row
+from tests.conftest import make_user, mc_row
 from tests.evaluations.test_import_evaluation import declaration, write_evaluation
 
 pytestmark = pytest.mark.django_db
@@ -215,3 +215,37 @@ def submit_one(version):
         source=RunSource.API,
     )
     return run
+
+
+CRASHING_RUN_PROGRAM = """
+import sys
+print('reading sealed-label-5c1e', file=sys.stderr)
+raise SystemExit(2)
+"""
+
+
+def test_a_run_scope_programs_failure_is_the_evaluations_and_its_log_is_privileged(
+    tmp_path, version, backend, client
+):
+    store(tmp_path, "whole", CRASHING_RUN_PROGRAM, id="whole", scope="run")
+    run = submit(version).run
+    evaluation = score(evaluation_create(run, evaluator="whole@1"))
+
+    assert evaluation.is_done and evaluation.metrics == {} and evaluation.score is None
+    assert evaluation.program_outcome["status"] == "error"
+    assert "exit" in evaluation.program_outcome["problem"].lower()
+    assert not TaskResult.objects.filter(evaluation=evaluation, status=ResultStatus.FAILED).exists()
+    page = f"/runs/{run.pk}/?evaluation={evaluation.number}"
+    panel = f"/runs/{run.pk}/evaluations/{evaluation.number}/privileged/program-log/"
+
+    client.force_login(make_user("vera", "viewer"))
+    shown = client.get(page).content.decode()
+    assert "The evaluation's error, not the run's." in shown and "sealed-label" not in shown
+    assert client.get(panel).status_code == 404
+
+    client.force_login(make_user("rita", "reviewer"))
+    assert client.get(panel).status_code == 403  # privileged, but debug mode is off
+    client.post("/debug-mode/", {"reason": "why did it fail", "next": "/"})
+    log = client.get(panel)
+    assert log.status_code == 200 and "sealed-label-5c1e" in log.content.decode()
+    assert AuditEvent.objects.filter(object_type="evaluation", object_id=evaluation.pk).count() == 1
