@@ -13,7 +13,7 @@ from django.utils.safestring import SafeString, mark_safe
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer
 
 from packs.readable import highlighted
-from runs.evaluators import EVALUATORS, metrics_of
+from runs.evaluators import UnknownEvaluator, evaluator_get, metrics_of
 from runs.models import CandidateOrigin, Run, RunMode, RunSource
 from runs.selectors import FamilyRate
 
@@ -264,7 +264,8 @@ def sort_header(context, key: str, label: str, current: str) -> SafeString:
 @register.simple_tag
 def metrics_line(evaluation) -> SafeString:
     """A done evaluation's metrics, each with its interval, as in
-    "pass@1 0.62 [0.55, 0.69] · pass@10 0.91 [0.85, 0.95]"."""
+    "pass@1 0.62 [0.55, 0.69] · pass@10 0.91 [0.85, 0.95]". An uploaded evaluation's
+    intervals say on hover how they were found (a seeded bootstrap, the program's own)."""
     metrics = metrics_of(evaluation)
     if not metrics:
         return mark_safe("—")  # noqa: S308 - a constant
@@ -273,7 +274,7 @@ def metrics_line(evaluation) -> SafeString:
         '<span class="metric" title="{}">{} <strong>{}</strong>{}</span>',
         (
             (
-                interval_title(m.ci_low, m.ci_high),
+                stated_interval(evaluation, name) or interval_title(m.ci_low, m.ci_high),
                 name,
                 "—" if m.value is None else f"{m.value:.2f}",
                 ""
@@ -285,8 +286,48 @@ def metrics_line(evaluation) -> SafeString:
     )
 
 
+def stated_interval(evaluation, metric: str) -> str:
+    """How an uploaded evaluation's interval for this metric was found, as its metrics store
+    it ("bootstrap over 3 tasks, 2000 resamples, seed '…'"); "" for a built-in scorer, whose
+    interval is a Wilson one."""
+    data = (evaluation.metrics or {}).get(metric)
+    words = data.get("interval") if isinstance(data, dict) else None
+    return f"95 % interval: {words}" if isinstance(words, str) and words else ""
+
+
+@register.simple_tag
+def score_label(evaluation) -> str:
+    """What a done evaluation's headline number is: its scorer's primary metric and how its
+    interval was found (Wilson for the built-in scorers, the stored words for an uploaded
+    evaluation)."""
+    metric = primary_metric(evaluation.evaluator)
+    if evaluation.ci_low is None or evaluation.ci_high is None:
+        return metric
+    stated = stated_interval(evaluation, metric)
+    return f"{metric} [{stated}]" if stated else f"{metric} [95 % Wilson interval]"
+
+
+@register.filter
+def result_metrics(result) -> SafeString:
+    """An uploaded evaluation's metrics for one result, as in "accuracy 0.44 · coverage
+    1.00"; "" for a result of a built-in scorer (its score is the verdict)."""
+    stored = result.metrics if isinstance(result.metrics, dict) else {}
+    values = [
+        (name, data.get("value"))
+        for name, data in sorted(stored.items())
+        if isinstance(data, dict) and isinstance(data.get("value"), int | float)
+    ]
+    return format_html_join(
+        " · ",
+        '<span class="metric">{} <strong>{}</strong></span>',
+        ((name, f"{value:.2f}") for name, value in values),
+    )
+
+
 @register.filter
 def primary_metric(evaluator_key: str) -> str:
-    """The metric an evaluation's score is (its scorer's primary one)."""
-    evaluator = EVALUATORS.get(evaluator_key)
-    return evaluator.primary_metric if evaluator else "score"
+    """The metric an evaluation's score is (its scorer's primary one, built in or uploaded)."""
+    try:
+        return evaluator_get(evaluator_key).primary_metric
+    except UnknownEvaluator:
+        return "score"
