@@ -38,6 +38,7 @@ from runs import (
 )
 from runs.bundle import BundleRejected
 from runs.evaluators import (
+    EVALUATORS,
     EvaluatorNotAllowed,
     allowed_evaluators,
     board_choice,
@@ -262,6 +263,9 @@ def _results_context(request: HttpRequest, run: Run, evaluation: Evaluation) -> 
         "failure_reasons": selectors.failure_reasons(evaluation),
         # Several candidates per task: the table names each result's sample.
         "samples": samples.has_samples(run),
+        # An uploaded evaluation's results carry its metrics (a task's accuracy, say) beside
+        # the pass/fail verdict: the table shows them.
+        "result_metrics": evaluation.evaluator not in EVALUATORS,
     }
 
 

@@ -264,7 +264,8 @@ def sort_header(context, key: str, label: str, current: str) -> SafeString:
 @register.simple_tag
 def metrics_line(evaluation) -> SafeString:
     """A done evaluation's metrics, each with its interval, as in
-    "pass@1 0.62 [0.55, 0.69] · pass@10 0.91 [0.85, 0.95]"."""
+    "pass@1 0.62 [0.55, 0.69] · pass@10 0.91 [0.85, 0.95]". An uploaded evaluation's
+    intervals say on hover how they were found (a seeded bootstrap, the program's own)."""
     metrics = metrics_of(evaluation)
     if not metrics:
         return mark_safe("—")  # noqa: S308 - a constant
@@ -273,7 +274,7 @@ def metrics_line(evaluation) -> SafeString:
         '<span class="metric" title="{}">{} <strong>{}</strong>{}</span>',
         (
             (
-                _interval_words(evaluation, name, m.ci_low, m.ci_high),
+                stated_interval(evaluation, name) or interval_title(m.ci_low, m.ci_high),
                 name,
                 "—" if m.value is None else f"{m.value:.2f}",
                 ""
@@ -285,27 +286,25 @@ def metrics_line(evaluation) -> SafeString:
     )
 
 
-def _interval_words(evaluation, name: str, low: float | None, high: float | None) -> str:
-    """The interval's tooltip; an uploaded evaluation's metric also says how its interval
-    was found (a bootstrap's seed, or the program's own)."""
-    stored = (evaluation.metrics or {}).get(name)
-    how = stored.get("interval") if isinstance(stored, dict) else None
-    if not isinstance(how, str) or not how:
-        return interval_title(low, high)
-    if low is None or high is None:
-        return how
-    return f"95 % interval: from {low:.3f} to {high:.3f} ({how})"
+def stated_interval(evaluation, metric: str) -> str:
+    """How an uploaded evaluation's interval for this metric was found, as its metrics store
+    it ("bootstrap over 3 tasks, 2000 resamples, seed '…'"); "" for a built-in scorer, whose
+    interval is a Wilson one."""
+    data = (evaluation.metrics or {}).get(metric)
+    words = data.get("interval") if isinstance(data, dict) else None
+    return f"95 % interval: {words}" if isinstance(words, str) and words else ""
 
 
 @register.simple_tag
-def interval_label(evaluation) -> str:
-    """What the score card's bracket is: Wilson's interval for the site's scorers, and how an
-    uploaded evaluation's interval was found (a seeded bootstrap, or its program's own)."""
-    if evaluation.ci_low is None:
-        return ""
-    stored = (evaluation.metrics or {}).get(primary_metric(evaluation.evaluator))
-    how = stored.get("interval") if isinstance(stored, dict) else None
-    return f"[95 % interval: {how}]" if isinstance(how, str) and how else "[95 % Wilson interval]"
+def score_label(evaluation) -> str:
+    """What a done evaluation's headline number is: its scorer's primary metric and how its
+    interval was found (Wilson for the built-in scorers, the stored words for an uploaded
+    evaluation)."""
+    metric = primary_metric(evaluation.evaluator)
+    if evaluation.ci_low is None or evaluation.ci_high is None:
+        return metric
+    stated = stated_interval(evaluation, metric)
+    return f"{metric} [{stated}]" if stated else f"{metric} [95 % Wilson interval]"
 
 
 @register.simple_tag
@@ -320,8 +319,25 @@ def errors_label(evaluation) -> str:
 
 
 @register.filter
+def result_metrics(result) -> SafeString:
+    """An uploaded evaluation's metrics for one result, as in "accuracy 0.44 · coverage
+    1.00"; "" for a result of a built-in scorer (its score is the verdict)."""
+    stored = result.metrics if isinstance(result.metrics, dict) else {}
+    values = [
+        (name, data.get("value"))
+        for name, data in sorted(stored.items())
+        if isinstance(data, dict) and isinstance(data.get("value"), int | float)
+    ]
+    return format_html_join(
+        " · ",
+        '<span class="metric">{} <strong>{}</strong></span>',
+        ((name, f"{value:.2f}") for name, value in values),
+    )
+
+
+@register.filter
 def primary_metric(evaluator_key: str) -> str:
-    """The metric an evaluation's score is (its scorer's primary one)."""
+    """The metric an evaluation's score is (its scorer's primary one, built in or uploaded)."""
     try:
         return evaluator_get(evaluator_key).primary_metric
     except UnknownEvaluator:
