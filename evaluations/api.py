@@ -126,7 +126,7 @@ class EvaluationListApi(APIView):
         data = EvaluationSerializer(page, many=True, context={"request": request}).data
         return paginator.get_paginated_response(data)
 
-    class InputDoc(serializers.Serializer):
+    class EvaluationUploadDoc(serializers.Serializer):
         archive = serializers.FileField(
             help_text="The evaluation folder (evaluation.yaml, program/, sealed/) as a .zip or "
             ".tar.gz."
@@ -134,7 +134,7 @@ class EvaluationListApi(APIView):
 
     @extend_schema(
         operation_id="evaluations_create",
-        request={"multipart/form-data": InputDoc},
+        request={"multipart/form-data": EvaluationUploadDoc},
         responses={
             200: OpenApiResponse(
                 EvaluationDetailSerializer, description="Already stored with the same content."
