@@ -41,7 +41,9 @@ class EvaluationAdmin(ReadOnlyAdmin):
     list_display = ["run", "number", "evaluator", "status", "score", "created_at", "finished_at"]
     list_filter = ["status"]
     list_select_related = ["run"]
-    exclude = ["family_summary"]
+    # A run-scope program's log and problem may quote the evaluation's sealed data:
+    # privileged (debug mode, audited), never in the admin.
+    exclude = ["family_summary", "program_outcome", "program_log"]
 
 
 @admin.register(TaskResult)
