@@ -1,7 +1,8 @@
 """The ending of a live workspace episode, on a worker: its candidate is collected from the
-workspace — the snapshot's files for a terminal task, the diff against the base commit for a
-repository — checked against the contract's surfaces, recorded through the run's pipeline, and
-the folder is destroyed. And the reaper's part: lost collections, leftover folders.
+workspace — the snapshot's files for a terminal task, the files the agent created or changed
+for an artifact task, the diff against the base commit for a repository — checked against the
+contract's surfaces, recorded through the run's pipeline, and the folder is destroyed. And the
+reaper's part: lost collections, leftover folders.
 
 This sits above episodes.services (a shut-down run closes once its last candidate is
 recorded) and episodes.lifecycle (the verdict is copied onto the episode); where a workspace
@@ -92,6 +93,9 @@ def _collected(episode: Episode) -> Collected:
         patch, changed = live.repo_diff(inner, ws, lanes)
         candidate = Candidate.of_patch(patch) if patch.strip() else None
         return Collected(candidate, list(changed), [])
+    if episode.task.family == "artifact_task":
+        artifact, changed, notes = live.artifact_candidate(ws)
+        return Collected(artifact, changed, list(notes))
     candidate, notes = live.workspace_candidate(ws)
     return Collected(candidate, live.changed_paths(ws), list(notes))
 
@@ -103,6 +107,17 @@ def _record(episode: Episode, collected: Collected) -> None:
     if collected.candidate is not None:
         # The live workspace knows exactly which paths changed (its seed files are not
         # changes); required_outputs are looked for in the whole collected candidate.
+        #
+        # output_late (a file produced after the budget ran out) is never named here, and
+        # that is the truth rather than a gap: a live workspace is held to its budgets as it
+        # runs, so its files at the ending are the files as of the last step within budget.
+        # A step past the steps budget, or begun past the wall time, is never run
+        # (episodes.lifecycle); on the worker, a command is killed and a write refused at the
+        # wall-time budget's end as the helper's clock reads it, however long the workspace
+        # took to be copied in (verifiers.live); an action stopped by the ending keeps
+        # nothing. So no file of the workspace can have been written after the budget, and
+        # produced_after_budget stays empty (a step's files_written and times are recorded,
+        # but nothing recorded could be late).
         violations = candidate_violations(
             contract, episode.task.family, collected.candidate, changed_paths=collected.changed
         )
@@ -141,7 +156,7 @@ def _candidate_text(collected: Collected) -> str:
         return ""
     if candidate.kind == "patch":
         return candidate.text
-    return "\n".join(sorted(candidate.files))  # a workspace: its files, by path
+    return "\n".join(sorted(candidate.files))  # a workspace or an artifact: its files, by path
 
 
 def collect_give_up(episode: Episode) -> None:

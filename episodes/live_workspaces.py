@@ -1,5 +1,5 @@
-"""The episode side of live workspaces (terminal_task and repo_patch): where each lives, one
-action run in it, and the ending that hands it to its collection.
+"""The episode side of live workspaces (terminal_task, artifact_task and repo_patch): where
+each lives, one action run in it, and the ending that hands it to its collection.
 
 Each episode owns a folder under SECUREBENCH_EPISODE_WORKSPACE_DIR (its name, set at the first
 reset, is stored on the episode) holding the workspace as a tar snapshot; ``verifiers.live``
@@ -254,8 +254,13 @@ def _dispatch(context: _Context, progress: StepProgress) -> StepResult:
             arguments.get("limit"),
         )
     elif step.action == WRITE_FILE:
+        # Like a command, a write is held to the wall-time budget (a step queued in time may
+        # reach its worker late): no file is ever written after the budget ran out.
+        cap = _remaining_budget(episode)
+        if cap is not None and cap <= 0:
+            return _budget_spent(context, "")
         outcome = live.write_file(
-            context.sandbox, ws, str(arguments["path"]), str(arguments["content"])
+            context.sandbox, ws, str(arguments["path"]), str(arguments["content"]), wall_cap=cap
         )
     elif step.action == LIST_FILES:
         outcome = live.list_files(context.sandbox, ws, arguments.get("path"))
@@ -291,7 +296,8 @@ def _budget_spent(
     context: _Context, text: str, outcome: live.ActionOutcome | None = None
 ) -> StepResult:
     budget = episode_budgets(context.episode).wall_time_seconds
-    note = f"the wall-time budget of {budget:g} s ran out while the command ran"
+    when = "while the command ran" if context.step.action == BASH else "before it was run"
+    note = f"the wall-time budget of {budget:g} s ran out {when}"
     message = (
         f"{text}\n\n" if text else ""
     ) + f"Budget exhausted: {note}; the workspace as it stands is scored."

@@ -60,6 +60,14 @@ def _how_to_answer(family: str) -> str:
         )
     if "submit_answer" in names:
         return "Answer with submit_answer, then call final_step."
+    if family == "artifact_task":
+        return (
+            "Work in the workspace with bash, read_file, write_file and list_files (wait "
+            "collects the rest of a long command's output), then call final_step: your "
+            "artifact is the files you created or changed in the workspace (the task's files "
+            "as given are not part of it, unless you changed them), each checked against the "
+            "contract's required outputs."
+        )
     if is_workspace_family(family):
         scored = (
             "its diff against the base commit" if family == "repo_patch" else "the files it holds"

@@ -3,7 +3,8 @@ the arguments it sends.
 
 Text families answer with ``submit_answer``; ``code_completion`` may also ``run_python`` (its
 own code, alone in a sandbox) before ``submit_code``; workspace families (``terminal_task``,
-``repo_patch``) act in a live workspace with ``bash``, ``read_file``, ``write_file``,
+``repo_patch``, and ``artifact_task``, whose artifact is the files the agent made in its
+workspace) act in a live workspace with ``bash``, ``read_file``, ``write_file``,
 ``list_files`` and ``wait``; every family can end with ``final_step``.
 """
 
@@ -30,7 +31,9 @@ WAIT = "wait"
 # Tools that act on the episode's workspace, each in a fresh sandbox on a worker.
 WORKSPACE_ACTIONS = frozenset({BASH, READ_FILE, WRITE_FILE, LIST_FILES})
 TEXT_FAMILIES = frozenset({"multiple_choice", "short_answer", "free_response"})
-WORKSPACE_KINDS = frozenset({"workspace", "patch"})
+# Candidate kinds built from a live workspace at final_step: its files (workspace), its diff
+# against the base commit (patch), or the files the agent created or changed (artifact).
+WORKSPACE_KINDS = frozenset({"workspace", "patch", "artifact"})
 MAX_ARGUMENT_CHARS = 1024 * 1024
 MAX_MAGNITUDE = 2**53  # every number a float holds exactly
 
@@ -223,6 +226,18 @@ WORKSPACE_FINAL_STEP = Tool(
     ),
     parameters={"type": "object", "properties": {}},
 )
+ARTIFACT_FINAL_STEP = Tool(
+    name=STOP,
+    description=(
+        "Stop the task execution: the files you created or changed in the workspace are your "
+        "artifact (the task's files as they were given to you are not part of it, unless you "
+        "changed them; links are not files and are left out). Each is checked against the "
+        "contract's required outputs (presence, format, schema, size); a missing or "
+        "malformed output, or a change outside the allowed paths, fails the task. The "
+        "reward comes back in this step's answer (or from cube/evaluate)."
+    ),
+    parameters={"type": "object", "properties": {}},
+)
 
 
 def is_workspace_family(family: str) -> bool:
@@ -241,7 +256,7 @@ def family_tools(family: str) -> list[Tool]:
             _write_file_tool(),
             _list_files_tool(),
             WAIT_TOOL,
-            WORKSPACE_FINAL_STEP,
+            ARTIFACT_FINAL_STEP if family == "artifact_task" else WORKSPACE_FINAL_STEP,
         ]
     # Deferred families: reset works, final_step records the episode as pending.
     return [FINAL_STEP]

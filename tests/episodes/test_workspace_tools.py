@@ -16,7 +16,7 @@ def tools_of(family: str) -> dict[str, object]:
     return {tool.name: tool for tool in family_tools(family)}
 
 
-@pytest.mark.parametrize("family", ["terminal_task", "repo_patch"])
+@pytest.mark.parametrize("family", ["terminal_task", "repo_patch", "artifact_task"])
 def test_workspace_families_get_the_workspace_tools(family):
     tools = tools_of(family)
     assert list(tools) == ["bash", "read_file", "write_file", "list_files", "wait", "final_step"]

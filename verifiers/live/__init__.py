@@ -1,5 +1,6 @@
-"""Live workspaces of terminal_task and repo_patch episodes (no Django): where one lives and
-how it starts (layout.py), the actions an episode's tools run on it (sandboxed_actions.py)."""
+"""Live workspaces of terminal_task, artifact_task and repo_patch episodes (no Django): where
+one lives and how it starts (layout.py), the actions an episode's tools run on it
+(sandboxed_actions.py)."""
 
 from verifiers.live.layout import (
     LiveWorkspace,
@@ -10,6 +11,7 @@ from verifiers.live.layout import (
 from verifiers.live.sandboxed_actions import (
     ActionOutcome,
     LiveWorkspaceError,
+    artifact_candidate,
     changed_paths,
     destroy,
     list_files,
@@ -27,6 +29,7 @@ __all__ = [
     "LiveWorkspaceError",
     "WorkspaceLimits",
     "WorkspaceUnsupported",
+    "artifact_candidate",
     "changed_paths",
     "destroy",
     "list_files",

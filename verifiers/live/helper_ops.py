@@ -199,6 +199,14 @@ class Action:
         args = self.h["args"]
         shown = args["path"]
         target = self.writable_target(shown)
+        if budget_left(args) == 0.0:
+            # Copying the workspace in took the episode past its wall-time budget: a file
+            # written now would be produced after the budget ran out.
+            raise StepError(
+                "BudgetExhausted",
+                "the episode's wall-time budget ran out before the file could be written; "
+                "nothing was written",
+            )
         data = args["content"].encode("utf-8", "surrogatepass")
         flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
         try:
@@ -264,12 +272,24 @@ class Action:
         signal.signal(signal.SIGCHLD, lambda *_: None)
         signal.set_wakeup_fd(wake_w)
         started = time.monotonic()
+        seconds, by_budget = float(args["timeout"]), False
+        left = budget_left(args)
+        if left is not None and left < seconds:
+            # The budget's end is a moment on the wall clock: the time the workspace took to
+            # be copied in is not added to it, so nothing the command writes is late.
+            seconds, by_budget = left, True
+        if seconds <= 0:
+            self.result.update(killed="budget", exit_code=None, seconds=0.0)
+            self.result.update(omitted=[0, 0], totals=[0, 0], written=[], deleted=[])
+            return
         pid, out_r, err_r = spawn([shell, "-c", args["command"]], self.workdir, dict(os.environ))
         streams = {
             out_r: Stream(self.out, b"1", b"3", self.limits["output"]),
             err_r: Stream(self.out, b"2", b"4", self.limits["output"]),
         }
-        killed, status = self.watch(pid, streams, wake_r, started + float(args["timeout"]))
+        killed, status = self.watch(pid, streams, wake_r, started + seconds)
+        if killed == "timeout" and by_budget:
+            killed = "budget"
         self.mark("command")
         kill_others(self.kill_mode, self.keep)
         self.mark("killed")
@@ -430,6 +450,15 @@ class Action:
             if code != 0:
                 raise StepError("DiffFailed", f"git {argv[0]} failed: {text(err[-2000:])}")
         return text(git(["rev-parse", "HEAD"], env)[1].strip())
+
+
+def budget_left(args):
+    """Seconds left of the episode's wall-time budget (``until``: its end on the wall clock,
+    which the sandbox shares with the host), 0.0 when spent; None when there is none."""
+    until = args.get("until")
+    if until is None:
+        return None
+    return max(float(until) - time.time(), 0.0)
 
 
 def repo_relative(name, repo):

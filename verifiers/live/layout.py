@@ -7,6 +7,8 @@ A workspace starts exactly as the family's verifier expects a candidate to start
   read-only ones (``read_only: true``, the manifest's ``asset_defaults`` applying) are
   copied once into ``<folder>/readonly`` and mounted read-only at their path inside the
   workspace, so they are really read-only for the agent too, and never part of a snapshot.
+* ``artifact_task``: laid out as a terminal task (its public assets, read-only ones mounted
+  read-only); its candidate is the files the agent created or changed, not the seed's.
 * ``repo_patch``: the repository at its base commit from the pack's assets, laid out under
   ``/workspace`` as the verifier's ``plan_repository`` does (the repository at
   ``environment.workdir``); without assets, the image's own folder at
@@ -38,6 +40,8 @@ from verifiers.scratch_files import (
 )
 from verifiers.task import TaskFile, TaskLanes
 
+# Families whose workspace is the public assets at their mounts under the workdir.
+ASSET_FAMILIES = ("terminal_task", "artifact_task")
 SNAPSHOT = "snapshot.tar"
 SEED = "seed.tar"
 SEED_INFO = "seed.json"
@@ -93,7 +97,7 @@ def plan_live_workspace(
     """The plan of ``task``'s workspace on ``backend`` (no I/O: ``seed`` lays it out)."""
     image = task.environment.get("image")
     image = image if isinstance(image, str) and image else None
-    if task.family == "terminal_task":
+    if task.family in ASSET_FAMILIES:
         workdir = _workdir(task.environment.get("workdir") or DEFAULT_WORKDIR)
         read_only = _read_only_mounts(task)
         mounts = tuple(
@@ -193,7 +197,7 @@ def build_seed(ws: LiveWorkspace, task: TaskLanes) -> TreeStats:
     descriptors = task.public.get("assets")
     staging = Path(tempfile.mkdtemp(prefix="staging-", dir=ws.folder))
     try:
-        if ws.family == "terminal_task":
+        if ws.family in ASSET_FAMILIES:
             read_only, writable = assets_by_access(task)
             layout_assets(staging, writable, assets)
             copies = ws.folder / READ_ONLY

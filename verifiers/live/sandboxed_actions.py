@@ -18,8 +18,9 @@ import os
 import re
 import shutil
 import threading
+import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -52,6 +53,7 @@ from verifiers.sandbox.capture import looks_like_alloc_failure
 from verifiers.task import Candidate, TaskLanes
 from verifiers.trusted_runner import new_nonce
 
+BUDGET_EXHAUSTED = "BudgetExhausted"
 FLOOD_FACTOR = 1024  # output past this many times output_bytes kills the command
 SEED_MAX_FILES = 200_000  # entries a repository baked into an image may have
 _REVISION = re.compile(r"[0-9A-Za-z._/^~@{}-]{1,200}")
@@ -385,13 +387,13 @@ def run_bash(
     if wall_cap is not None:
         if wall_cap <= 0:
             text = "[not run: the episode's wall-time budget is used up]"
-            return _error(text, "BudgetExhausted", backend, limit="budget", truncated=True)
+            return _error(text, BUDGET_EXHAUSTED, backend, limit="budget", truncated=True)
         if wall_cap < seconds:
             seconds, by_budget = float(wall_cap), True
-    step = _act(
-        sandbox, ws, "bash", {"command": command, "timeout": seconds},
-        seconds=seconds, on_output=on_output, cancel=cancel,
-    )  # fmt: skip
+    args: dict[str, Any] = {"command": command, "timeout": seconds}
+    if wall_cap is not None:
+        args["until"] = time.time() + wall_cap  # the budget's end, on the clock the helper reads
+    step = _act(sandbox, ws, "bash", args, seconds=seconds, on_output=on_output, cancel=cancel)
     return _bash_outcome(step, ws, seconds, by_budget, notes, backend)
 
 
@@ -409,6 +411,8 @@ def _bash_outcome(
     limit: str | None = None
     if killed == "timeout":
         limit = "budget" if by_budget else "timeout"
+    elif killed == "budget":  # the helper's clock reached the budget's end first
+        limit = "budget"
     elif killed in ("processes", "output"):
         limit = killed
     elif report.sandbox.memory_exceeded or looks_like_alloc_failure(
@@ -503,9 +507,17 @@ def read_file(
     )
 
 
-def write_file(sandbox: Sandbox, ws: LiveWorkspace, path: str, content: str) -> ActionOutcome:
+def write_file(
+    sandbox: Sandbox,
+    ws: LiveWorkspace,
+    path: str,
+    content: str,
+    *,
+    wall_cap: float | None = None,
+) -> ActionOutcome:
     """Create or replace a file (parent folders created); read-only and escaping paths are
-    refused."""
+    refused. ``wall_cap`` (the episode's remaining budget): a write that would land after it
+    is not made (``budget``)."""
     backend = sandbox.name
     if _path_arg(path) is None or not isinstance(content, str):
         return _error("write_file needs a path and a text content", "InvalidArguments", backend)
@@ -513,8 +525,16 @@ def write_file(sandbox: Sandbox, ws: LiveWorkspace, path: str, content: str) -> 
     if size > ws.limits.workspace_bytes:
         text = f"the content ({size} bytes) is larger than the workspace limit"
         return _error(text, "FileTooLarge", backend, limit="workspace_bytes")
-    step = _act(sandbox, ws, "write_file", {"path": path, "content": content})
+    if wall_cap is not None and wall_cap <= 0:
+        text = "[not written: the episode's wall-time budget is used up]"
+        return _error(text, BUDGET_EXHAUSTED, backend, limit="budget", truncated=True)
+    args: dict[str, Any] = {"path": path, "content": content}
+    if wall_cap is not None:
+        args["until"] = time.time() + wall_cap
+    step = _act(sandbox, ws, "write_file", args)
     failure = _no_report(step, backend) or _step_failure(step, backend)
+    if failure is not None and failure.error_type == BUDGET_EXHAUSTED:
+        return replace(failure, limit="budget", truncated=True)
     if failure is not None:
         return failure
     result = step.report.result or {}
@@ -557,6 +577,19 @@ def workspace_candidate(ws: LiveWorkspace) -> tuple[Candidate, list[str]]:
     with _locked(ws.folder):
         files, notes = workspace_files(ws.snapshot)
     return Candidate.of_workspace(dict(files)), notes
+
+
+def artifact_candidate(ws: LiveWorkspace) -> tuple[Candidate, list[str], list[str]]:
+    """artifact_task: the files the agent created or changed since the seed, as an artifact
+    (the seed's untouched files are not what it produced; links are never files of it, and
+    nothing outside the workspace is in its snapshot). Returns the candidate, every changed
+    path (links and removals included, for the contract's surfaces) and notes."""
+    with _locked(ws.folder):
+        changed = changed_between(ws.seed_tar, ws.snapshot)
+        files, notes = workspace_files(ws.snapshot)
+    wanted = set(changed)
+    produced = {path: item for path, item in files.items() if path in wanted}
+    return Candidate.of_artifact(produced), changed, notes
 
 
 def changed_paths(ws: LiveWorkspace) -> list[str]:
