@@ -72,16 +72,19 @@ def episode_privileged_info(episode: Episode, *, ip_address: str | None) -> dict
     if reference is None:
         return wire.text_content("This task has no reference solution.", name="reference")
     if reference.kind in ("workspace", "artifact"):
-        return wire.structured_content(_workspace_reference(reference), name="reference")
+        return wire.structured_content(
+            _workspace_reference(reference, lanes.family), name="reference"
+        )
     if reference.kind == "patch":
         return wire.structured_content(_patch_reference(lanes, reference), name="reference")
     return wire.text_content(reference.text, name="reference")
 
 
-def _workspace_reference(reference: Candidate) -> dict[str, Any]:
-    """A terminal task's expected state, as the files an oracle agent writes by acting."""
+def _workspace_reference(reference: Candidate, family: str) -> dict[str, Any]:
+    """A terminal task's expected state, or an artifact task's reference artifact, as the
+    files an oracle agent writes by acting."""
     return {
-        "family": "terminal_task",
+        "family": family,
         "files": {
             path: file.content.decode("utf-8", "replace")
             for path, file in sorted(reference.files.items())
