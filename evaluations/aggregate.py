@@ -4,9 +4,14 @@ same numbers.
 
 Each task contributes one value per metric (the mean of its samples' values, so a task with
 many samples weighs as much as a task with one); the run's value is the mean over tasks that
-have the metric. The 95 % interval is the percentile bootstrap over tasks, ``RESAMPLES``
-draws from ``random.Random(seed)``. With a single task there is nothing to resample: the
-task's own interval (when its program gave one) is the run's, else there is none.
+have the metric. A result the program never saw because there was nothing to score (no
+candidate, or one that broke the contract) counts as the metric's worst value, the declared
+range's worse end; when the range has no worse end the metric has no honest run value and is
+left out. Left out instead, such results would let a run that skips the tasks it cannot do
+average over the ones it can. The 95 % interval is the percentile bootstrap over tasks,
+``RESAMPLES`` draws from ``random.Random(seed)``. With a single task there is nothing to
+resample: the task's own interval (when its program gave one) is the run's, else there is
+none.
 """
 
 from __future__ import annotations
@@ -41,13 +46,32 @@ def bootstrap_seed(evaluation_key: str, run_id: int, metric: str) -> str:
     return f"{evaluation_key}:run-{run_id}:{metric}"
 
 
+class NoWorstValue(Exception):
+    """A result with nothing to score, for a metric whose range has no worse end."""
+
+
+def worst_value(direction: str, minimum: float | None, maximum: float | None) -> float | None:
+    """The declared range's worse end (its minimum when higher is better), None if open."""
+    return minimum if direction == "higher" else maximum
+
+
 def per_task_values(
-    results: Iterable[tuple[int, Mapping[str, Any]]], metric: str
+    results: Iterable[tuple[int, Mapping[str, Any]]],
+    metric: str,
+    *,
+    unscored: Iterable[int] = (),
+    worst: float | None = None,
 ) -> list[tuple[float, float | None, float | None]]:
     """(value, ci_low, ci_high) per task, samples averaged; tasks without the metric left out.
 
-    ``results``: (task id, stored metrics) per scored result row."""
+    ``results``: (task id, stored metrics) per scored result row. ``unscored``: the task id
+    of each result with nothing to score (no candidate, a contract broken), each counting as
+    ``worst``; NoWorstValue when there is one and ``worst`` is None."""
     by_task: dict[int, list[Mapping[str, Any]]] = {}
+    for task_id in unscored:
+        if worst is None:
+            raise NoWorstValue(metric)
+        by_task.setdefault(task_id, []).append({"value": worst})
     for task_id, metrics in results:
         data = metrics.get(metric) if isinstance(metrics, Mapping) else None
         if isinstance(data, Mapping) and isinstance(data.get("value"), int | float):

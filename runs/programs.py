@@ -13,9 +13,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
-from evaluations.aggregate import aggregate, bootstrap_seed, per_task_values
+from evaluations.aggregate import (
+    NoWorstValue,
+    aggregate,
+    bootstrap_seed,
+    per_task_values,
+    worst_value,
+)
 from evaluations.execution import ScoredCandidate, evaluation_call, task_verdict
 from evaluations.registry import manifest_of, uploaded_definition
 from packs.selectors import evaluator_lanes_for_tasks
@@ -24,9 +30,12 @@ from runs.evaluators import Evaluator
 from runs.models import Evaluation, ResultStatus, TaskResult
 from verifiers.sandbox import Sandbox, SandboxUnavailable
 from verifiers.task import TaskLanes
-from verifiers.verdict import PASSED, Verdict
+from verifiers.verdict import PASSED, Reason, Verdict
 
 RUN_SCOPE_NOTE = "scored as part of the run (the evaluation's scope is run)"
+# Results failed before any program call: nothing was submitted, or it broke the contract.
+# They count as each metric's worst value (evaluations.aggregate), never as absent.
+UNSCORED_REASONS = (Reason.MISSING_CANDIDATE, Reason.CONTRACT_VIOLATION)
 
 
 def program_verdict(
@@ -46,22 +55,29 @@ def program_verdict(
 
 
 def run_scope_outcome(evaluation_id: int, sandbox: Sandbox | None) -> tuple[dict[str, Any], str]:
-    """One call of a run-scope program over every result that has a candidate: what the
-    evaluation stores as its program outcome (metrics, or the evaluation's error). Raises
+    """One call of a run-scope program over every result of the run: what the evaluation
+    stores as its program outcome (metrics, or the evaluation's error). A result with nothing
+    to score (no candidate, or one that broke the contract) is listed with an empty candidate
+    folder, so the program counts it as it counts a missing artifact; left out, a run that
+    skipped its hard tasks would be pooled over the easy ones only. Raises
     SandboxUnavailable (ours: the job is sent again) when no sandbox could start."""
     evaluation = Evaluation.objects.get(pk=evaluation_id)
     definition = uploaded_definition(evaluation.evaluator)
     if definition is None:
         return {"status": "error", "problem": f"{evaluation.evaluator} is not stored"}, ""
     results = list(
-        TaskResult.objects.filter(evaluation_id=evaluation_id, candidate__isnull=False)
+        TaskResult.objects.filter(evaluation_id=evaluation_id)
         .exclude(status=ResultStatus.PENDING)
         .select_related("task", "candidate")
         .order_by("position", "sample")
     )
     lanes = evaluator_lanes_for_tasks([result.task for result in results])
     items = [
-        ScoredCandidate(lanes[r.task_id], verifier_candidate(r.candidate), r.sample)
+        ScoredCandidate(
+            lanes[r.task_id],
+            None if r.failure_reason in UNSCORED_REASONS else verifier_candidate(r.candidate),
+            r.sample,
+        )
         for r in results
     ]
     if sandbox is None:
@@ -101,17 +117,25 @@ def program_metrics(
     if evaluator.scope == "run":
         outcome = evaluation.program_outcome or {}
         return dict(outcome.get("metrics") or {})
+    scored = results.filter(status__in=(ResultStatus.PASSED, ResultStatus.FAILED))
+    nothing_to_score = Q(failure_reason__in=UNSCORED_REASONS, metrics={})
     rows = list(
-        results.filter(status__in=(ResultStatus.PASSED, ResultStatus.FAILED))
+        scored.exclude(nothing_to_score)
         .values_list("task_id", "metrics")
         .order_by("task_id", "sample")
     )
+    unscored = list(scored.filter(nothing_to_score).values_list("task_id", flat=True))
     metrics: dict[str, dict[str, Any]] = {}
     definition = uploaded_definition(evaluator.key)
-    names = [m.name for m in manifest_of(definition).metrics] if definition else []
-    for name in names:
-        seed = bootstrap_seed(evaluator.key, evaluation.run_id, name)
-        found = aggregate(per_task_values(rows, name), seed)
+    declared = manifest_of(definition).metrics if definition else ()
+    for metric in declared:
+        seed = bootstrap_seed(evaluator.key, evaluation.run_id, metric.name)
+        worst = worst_value(metric.direction, metric.minimum, metric.maximum)
+        try:
+            values = per_task_values(rows, metric.name, unscored=unscored, worst=worst)
+        except NoWorstValue:
+            continue  # no number rather than one that leaves the skipped tasks out
+        found = aggregate(values, seed)
         if found is not None:
-            metrics[name] = found.as_json()
+            metrics[metric.name] = found.as_json()
     return metrics
