@@ -442,9 +442,18 @@ def run_scope_score(evaluation_id: int) -> bool:
         logger.warning("run-scope evaluation %s: no sandbox; sent again later", evaluation_id)
         Evaluation.objects.filter(pk=evaluation_id).update(program_sent_at=None)
         return False
-    Evaluation.objects.filter(pk=evaluation_id, program_outcome__isnull=True).update(
-        program_outcome=outcome, program_log=storable_text(log)
-    )
+    with transaction.atomic():
+        stored = Evaluation.objects.filter(pk=evaluation_id, program_outcome__isnull=True).update(
+            program_outcome=outcome, program_log=storable_text(log)
+        )
+        if stored and outcome.get("status") != "ok":
+            # The results only waited for the program: its failure is theirs too, as the
+            # evaluation's error (never the candidates' failure, nor a pass).
+            TaskResult.objects.filter(
+                evaluation_id=evaluation_id, status=ResultStatus.PASSED
+            ).update(
+                status=ResultStatus.ERROR, failure_reason=Reason.EVALUATION_ERROR, score=0.0
+            )
     return evaluation_finish_if_done(evaluation_id)
 
 

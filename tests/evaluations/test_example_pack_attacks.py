@@ -274,6 +274,12 @@ def test_a_broken_program_is_the_evaluations_error_never_the_candidates(
         outcome = evaluation.program_outcome
         assert outcome["status"] == "error" and "metrics" not in outcome
         assert words in outcome["problem"].lower()
+        # The results only waited for the program: they are its error too, never a pass.
+        results = TaskResult.objects.filter(evaluation=evaluation)
+        assert {(r.status, r.failure_reason) for r in results} == {
+            (ResultStatus.ERROR, "evaluation_error")
+        }
+        assert evaluation.passed == 0 and evaluation.errored == 3
     else:
         results = TaskResult.objects.filter(evaluation=evaluation)
         assert {(r.status, r.failure_reason) for r in results} == {

@@ -234,7 +234,10 @@ def test_a_run_scope_programs_failure_is_the_evaluations_and_its_log_is_privileg
     assert evaluation.is_done and evaluation.metrics == {} and evaluation.score is None
     assert evaluation.program_outcome["status"] == "error"
     assert "exit" in evaluation.program_outcome["problem"].lower()
-    assert not TaskResult.objects.filter(evaluation=evaluation, status=ResultStatus.FAILED).exists()
+    statuses = set(
+        TaskResult.objects.filter(evaluation=evaluation).values_list("status", "failure_reason")
+    )
+    assert statuses == {(ResultStatus.ERROR, "evaluation_error")}
     page = f"/runs/{run.pk}/?evaluation={evaluation.number}"
     panel = f"/runs/{run.pk}/evaluations/{evaluation.number}/privileged/program-log/"
 
