@@ -207,6 +207,21 @@ def test_a_link_in_an_uploaded_folder_is_refused_not_followed(
     assert outcome.backend is None  # refused before any sandbox ran
 
 
+def test_a_link_to_a_host_folder_is_refused_not_descended(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A link to a host folder in the sealed data: descending it would copy every file of
+    that folder into the sandbox's view."""
+    host_folder = _folder(tmp_path / "host", {"key.pem": "host-only-bytes"})
+    sealed_dir = _folder(tmp_path / "sealed", {"labels.txt": "42"})
+    (sealed_dir / "more").symlink_to(host_folder, target_is_directory=True)
+    program = "import os\nprint(os.listdir('/evaluation/sealed/more'))"
+    program_dir = _folder(tmp_path / "program", {"score.py": program})
+    task = ProgramTask("t-1", "artifact_task", 0, {}, {}, None, _folder(tmp_path / "c", {}))
+    outcome = run_evaluation_program(sandbox, SPEC, program_dir, sealed_dir, [task])
+    assert (outcome.status, outcome.reason) == ("error", "evaluation_error")
+    assert "sealed/more is a link or special file" in outcome.problem
+    assert outcome.backend is None and "key.pem" not in outcome.log
+
+
 def test_without_a_player_the_program_reads_an_empty_stdin(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
