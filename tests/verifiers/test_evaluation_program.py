@@ -189,6 +189,25 @@ def test_only_stdout_counts_not_files_the_program_leaves(sandbox: Sandbox, tmp_p
     assert outcome.metrics["escapes"]["value"] == 0.0, outcome.log
 
 
+def test_the_programs_view_is_mounted_read_only(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Read-only by the mount itself, not only by file modes: the program reads its own
+    mount table (a file the sandbox's uid owned would otherwise be writable)."""
+    program = """
+        import json
+        options = {}
+        for line in open("/proc/self/mountinfo"):
+            fields = line.split()
+            if fields[4] in ("/evaluation", "/candidates"):
+                options[fields[4]] = fields[5].split(",")
+        print(json.dumps(options), file=__import__("sys").stderr)
+        ro = all("ro" in found for found in options.values()) and len(options) == 2
+        print(json.dumps({"metrics": {"accuracy": float(ro), "escapes": 0}}))
+    """
+    outcome = _run(sandbox, tmp_path, program)
+    assert outcome.status == "ok", outcome.problem
+    assert outcome.metrics["accuracy"]["value"] == 1.0, outcome.log
+
+
 def test_a_link_in_an_uploaded_folder_is_refused_not_followed(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
