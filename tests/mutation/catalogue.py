@@ -5,7 +5,8 @@ archives, lanes, bundles), mutants_access.py (access control, debug mode) and
 mutants_channel.py (the code_completion verdict channel), mutants_episodes.py (live
 episodes), mutants_repo.py (repo_patch's guard against forged pytest outcomes),
 mutants_health.py (where the leak audit looks, the adversarial smoke's attacks),
-mutants_layers.py (the import contracts: loops, upward imports, the jobs modules).
+mutants_layers.py (the import contracts: loops, upward imports, the jobs modules),
+mutants_evaluations.py (uploaded evaluations, their channel and relay, artifact outputs).
 
 Each mutant removes or weakens exactly one defence and names the tests that must then fail.
 Anchors (``find``) are short and must occur exactly once in their module: when the code moves
@@ -22,6 +23,7 @@ from tests.mutation.engine import Mutant
 from tests.mutation.mutants_access import ACCESS_MUTANTS, DEBUG_TESTS, ROLE_VISIBILITY
 from tests.mutation.mutants_channel import CHANNEL_MUTANTS, CHANNEL_TESTS
 from tests.mutation.mutants_episodes import EPISODE_MUTANTS
+from tests.mutation.mutants_evaluations import EVALUATION_MUTANTS, READS_TESTS
 from tests.mutation.mutants_health import HEALTH_MUTANTS
 from tests.mutation.mutants_inputs import (
     ARCHIVE_BOMBS,
@@ -44,6 +46,7 @@ MUTANTS: tuple[Mutant, ...] = (
     *REPO_MUTANTS,
     *HEALTH_MUTANTS,
     *LAYER_MUTANTS,
+    *EVALUATION_MUTANTS,
 )
 
 # Test files written because a first run let mutants survive (the report points at them).
@@ -67,6 +70,17 @@ ADDED_TESTS: tuple[tuple[str, str], ...] = (
     (
         SCRUBBER_TESTS,
         "last scrub of stdout and nested details; workspace logs; no oracle detail counts",
+    ),
+    (READS_TESTS, "an evaluation's program gets only the candidate outputs its reads names"),
+    (
+        "tests/verifiers/test_evaluation_program.py",
+        "a link to a host folder in an uploaded folder is refused, not descended; the "
+        "program's view is mounted read-only (its mount table, not only file modes)",
+    ),
+    (
+        "tests/verifiers/test_evaluation_messages.py",
+        "a command file name climbing out of the candidate to a file that exists, or a link "
+        "to a short file (a link to /etc/passwd was refused for its size)",
     ),
 )
 

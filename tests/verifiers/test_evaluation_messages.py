@@ -153,6 +153,21 @@ def test_the_command_file_must_be_a_file_of_the_candidate(tmp_path: Path) -> Non
     assert argv == ["./play"]
 
 
+def test_a_command_file_name_cannot_climb_out_of_the_candidate(tmp_path: Path) -> None:
+    """A file beside the candidate's folder (another task's, the host's) is no command file,
+    even when it exists, nor a link to it."""
+    candidate = tmp_path / "candidate"
+    candidate.mkdir()
+    (tmp_path / "outside.cmd").write_text("python3 steal.py\n")
+    for name in ("../outside.cmd", "sub/../../outside.cmd"):
+        argv, problem = player_command(CandidateProgram(command_file=name), candidate)
+        assert argv == [] and problem.startswith("command file: "), name
+    # A link to it is no command file either, however short the file it points to.
+    (candidate / "link.cmd").symlink_to(tmp_path / "outside.cmd")
+    argv, problem = player_command(CandidateProgram(command_file="link.cmd"), candidate)
+    assert argv == [] and problem == "the candidate has no command file link.cmd"
+
+
 def test_input_metrics_are_the_declared_form() -> None:
     assert json.loads(json.dumps(DECLARED[1].as_input())) == {
         "name": "loss",

@@ -189,6 +189,25 @@ def test_only_stdout_counts_not_files_the_program_leaves(sandbox: Sandbox, tmp_p
     assert outcome.metrics["escapes"]["value"] == 0.0, outcome.log
 
 
+def test_the_programs_view_is_mounted_read_only(sandbox: Sandbox, tmp_path: Path) -> None:
+    """Read-only by the mount itself, not only by file modes: the program reads its own
+    mount table (a file the sandbox's uid owned would otherwise be writable)."""
+    program = """
+        import json
+        options = {}
+        for line in open("/proc/self/mountinfo"):
+            fields = line.split()
+            if fields[4] in ("/evaluation", "/candidates"):
+                options[fields[4]] = fields[5].split(",")
+        print(json.dumps(options), file=__import__("sys").stderr)
+        ro = all("ro" in found for found in options.values()) and len(options) == 2
+        print(json.dumps({"metrics": {"accuracy": float(ro), "escapes": 0}}))
+    """
+    outcome = _run(sandbox, tmp_path, program)
+    assert outcome.status == "ok", outcome.problem
+    assert outcome.metrics["accuracy"]["value"] == 1.0, outcome.log
+
+
 def test_a_link_in_an_uploaded_folder_is_refused_not_followed(
     sandbox: Sandbox, tmp_path: Path
 ) -> None:
@@ -205,6 +224,21 @@ def test_a_link_in_an_uploaded_folder_is_refused_not_followed(
     assert (outcome.status, outcome.reason) == ("error", "evaluation_error")
     assert "program/leak is a link or special file" in outcome.problem
     assert outcome.backend is None  # refused before any sandbox ran
+
+
+def test_a_link_to_a_host_folder_is_refused_not_descended(sandbox: Sandbox, tmp_path: Path) -> None:
+    """A link to a host folder in the sealed data: descending it would copy every file of
+    that folder into the sandbox's view."""
+    host_folder = _folder(tmp_path / "host", {"key.pem": "host-only-bytes"})
+    sealed_dir = _folder(tmp_path / "sealed", {"labels.txt": "42"})
+    (sealed_dir / "more").symlink_to(host_folder, target_is_directory=True)
+    program = "import os\nprint(os.listdir('/evaluation/sealed/more'))"
+    program_dir = _folder(tmp_path / "program", {"score.py": program})
+    task = ProgramTask("t-1", "artifact_task", 0, {}, {}, None, _folder(tmp_path / "c", {}))
+    outcome = run_evaluation_program(sandbox, SPEC, program_dir, sealed_dir, [task])
+    assert (outcome.status, outcome.reason) == ("error", "evaluation_error")
+    assert "sealed/more is a link or special file" in outcome.problem
+    assert outcome.backend is None and "key.pem" not in outcome.log
 
 
 def test_without_a_player_the_program_reads_an_empty_stdin(
