@@ -20,7 +20,7 @@ from django.core.files.storage import storages
 from django.core.files.uploadedfile import SimpleUploadedFile
 from rest_framework.test import APIClient
 
-from packs.blobs import BlobUnavailable, blob_cache
+from packs.blobs import BlobChanged, BlobUnavailable, blob_cache, blob_store
 from packs.models import ContractVersion, blob_name
 from packs.services import pack_import_folder
 from runs import artifact_uploads
@@ -368,3 +368,37 @@ def test_a_blob_whose_bytes_changed_is_never_handed_to_a_verifier(harness, versi
 
     with pytest.raises(BlobUnavailable):
         verifier_candidate(row)
+
+
+def test_a_failure_after_the_first_copy_removes_the_blobs_the_request_created(
+    harness, version, monkeypatch
+):
+    run_id = new_run(harness)
+    assert upload(harness, run_id, {"old.bin": b"kept"}).status_code == 201
+    before = stored_blobs()
+
+    def broken_save(*args: Any, **kwargs: Any) -> None:
+        raise RuntimeError("the database went away")
+
+    monkeypatch.setattr(Candidate, "save", broken_save)
+    with pytest.raises(RuntimeError):
+        upload(harness, run_id, {"new.bin": b"fresh bytes", "again.bin": b"kept"})
+
+    assert stored_blobs() == before  # "kept" was there before: it stays
+    assert set(Candidate.objects.get().files) == {"old.bin"}
+
+
+def test_a_blob_is_stored_only_under_the_digest_of_the_bytes_copied(tmp_path):
+    source = tmp_path / "f"
+    source.write_bytes(b"what was uploaded")
+    right = hashlib.sha256(b"what was uploaded").hexdigest()
+    wrong = hashlib.sha256(b"what the hash said").hexdigest()
+
+    with source.open("rb") as handle, pytest.raises(BlobChanged):
+        blob_store("eval", handle, wrong)
+    with source.open("rb") as handle:
+        assert blob_store("eval", handle, right) is True
+    with source.open("rb") as handle:
+        assert blob_store("eval", handle, right) is False  # already there
+
+    assert stored_blobs() == {right}
