@@ -19,8 +19,10 @@ import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import IO
 
 from django.conf import settings
+from django.core.files import File
 from django.core.files.storage import storages
 
 from packs.models import FileRoot, blob_name
@@ -34,6 +36,11 @@ EVICTION_GRACE_SECONDS = 300
 
 class BlobUnavailable(Exception):
     """The storage has no such blob, or gave bytes whose digest is not the name's."""
+
+
+class BlobChanged(Exception):
+    """The bytes copied into the storage were not those the caller hashed (the source changed
+    under it): nothing is kept under that name."""
 
 
 @dataclass(frozen=True)
@@ -129,3 +136,63 @@ def _mark_used(path: Path) -> None:
     # The modification time doubles as "last used": eviction takes the oldest first.
     with contextlib.suppress(FileNotFoundError):
         os.utime(path)
+
+
+# --- writing ----------------------------------------------------------------------------------
+
+
+class _HashingReader:
+    """A file object that hashes what is read from it, from its start (a storage that
+    rewinds it starts the hash again)."""
+
+    def __init__(self, source: IO[bytes]) -> None:
+        self.source = source
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def read(self, size: int = -1) -> bytes:
+        chunk = self.source.read(size)
+        self.digest.update(chunk)
+        self.size += len(chunk)
+        return chunk
+
+    def seek(self, offset: int, whence: int = 0) -> int:
+        # Any other move (a storage measuring the file) spoils the hash until the next
+        # rewind: a storage that then read out of order would fail closed (BlobChanged).
+        if (offset, whence) == (0, 0):
+            self.digest, self.size = hashlib.sha256(), 0
+        else:
+            self.digest.update(b"\0moved")
+        return self.source.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self.source.tell()
+
+
+def blob_store(file_root: str, source: IO[bytes], sha256: str) -> bool:
+    """Copy ``source`` (a file open for reading, at any size) into its storage under
+    ``blob_name(sha256)``, in chunks, hashing while copying; True if this call created the
+    blob, False if the storage held it already. Bytes whose digest is not ``sha256`` are
+    removed again and raise BlobChanged: a name never holds other content."""
+    storage = storages["pack_public" if file_root == FileRoot.PUBLIC else "pack_sealed"]
+    name = blob_name(sha256)
+    if storage.exists(name):
+        return False
+    reader = _HashingReader(source)
+    reader.seek(0)
+    # A plain File (no temporary_file_path): the storage copies it, never moves the source.
+    saved = storage.save(name, File(reader, name=name))  # type: ignore[arg-type]
+    if reader.digest.hexdigest() != sha256:
+        storage.delete(saved)
+        raise BlobChanged(f"the bytes stored for blob {sha256} have another digest")
+    if saved != name:
+        # Someone stored the same content meanwhile; ours is a redundant copy.
+        storage.delete(saved)
+        return False
+    return True
+
+
+def blob_remove(file_root: str, sha256: str) -> None:
+    """Remove a blob this process created and nothing refers to (a refused write)."""
+    storage = storages["pack_public" if file_root == FileRoot.PUBLIC else "pack_sealed"]
+    storage.delete(blob_name(sha256))

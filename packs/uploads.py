@@ -7,7 +7,9 @@ client could fill the disk with one request.
 
 from __future__ import annotations
 
+import hashlib
 from pathlib import Path
+from typing import Any
 
 from django.conf import settings
 from django.core.files.uploadedfile import UploadedFile
@@ -53,6 +55,39 @@ class SizeCappedUploadHandler(FileUploadHandler):
 def cap_uploads(request: HttpRequest, limit: int | None = None) -> None:
     """Put the cap in front of Django's own handlers, before the body is parsed."""
     request.upload_handlers.insert(0, SizeCappedUploadHandler(request, limit))
+
+
+class DigestingUploadHandler(FileUploadHandler):
+    """Records each file's sha256 and size as its chunks stream past, on its way to the
+    handlers that store it: ``request.upload_digests`` maps a field name to its files'
+    ``(sha256, size)``, in order."""
+
+    def new_file(self, *args: Any, **kwargs: Any) -> None:
+        super().new_file(*args, **kwargs)
+        self.digest = hashlib.sha256()
+        self.size = 0
+
+    def receive_data_chunk(self, raw_data: bytes, start: int) -> bytes:
+        self.digest.update(raw_data)
+        self.size += len(raw_data)
+        return raw_data
+
+    def file_complete(self, file_size: int) -> None:
+        if self.request is not None:
+            found = upload_digests(self.request)
+            found.setdefault(self.field_name, []).append((self.digest.hexdigest(), self.size))
+            self.request.upload_digests = found  # type: ignore[attr-defined]
+        return None
+
+
+def digest_uploads(request: HttpRequest) -> None:
+    """Hash every uploaded file while it streams in (call before ``cap_uploads``, which then
+    goes in front of it)."""
+    request.upload_handlers.insert(0, DigestingUploadHandler(request))
+
+
+def upload_digests(request: HttpRequest) -> dict[str, list[tuple[str, int]]]:
+    return dict(getattr(request, "upload_digests", {}))
 
 
 def upload_was_too_large(request: HttpRequest) -> bool:

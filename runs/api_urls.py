@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import api
+from runs import api, api_artifacts
 
 urlpatterns = [
     path("runs/", api.RunListCreateApi.as_view(), name="api-runs"),
@@ -10,6 +10,11 @@ urlpatterns = [
         "runs/<int:run_id>/candidates/",
         api.RunCandidatesApi.as_view(),
         name="api-run-candidates",
+    ),
+    path(
+        "runs/<int:run_id>/artifacts/",
+        api_artifacts.RunArtifactsApi.as_view(),
+        name="api-run-artifacts",
     ),
     path("runs/<int:run_id>/submit/", api.RunSubmitApi.as_view(), name="api-run-submit"),
     path(

@@ -32,6 +32,7 @@ from django.shortcuts import get_object_or_404
 from packs.internal import internal
 from packs.models import ContractVersion, Pack, VersionState
 from runs import access, validity
+from runs.candidates import entry_size, is_blob_entry
 from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
 from runs.models import (
     CandidateOrigin,
@@ -404,23 +405,18 @@ class WorkspaceFile:
     path: str
     size: int
     mode: str
+    sha256: str = ""  # an uploaded (blob) file's digest; "" for a file that came inline
 
 
 def workspace_files(files: dict[str, Any]) -> list[WorkspaceFile]:
+    """A candidate's files to list: path, size and mode, inline and uploaded (blob) entries
+    alike; sizes come from the entry, without decoding megabytes or reading a blob."""
     listing: list[WorkspaceFile] = []
     for path, entry in sorted((files or {}).items()):
-        encoded = entry.get("content_b64", "") if isinstance(entry, dict) else ""
         mode = entry.get("mode", "") if isinstance(entry, dict) else ""
-        listing.append(WorkspaceFile(path, _decoded_size(encoded), _mode_text(mode)))
+        sha256 = entry["sha256"] if is_blob_entry(entry) else ""
+        listing.append(WorkspaceFile(path, entry_size(entry), _mode_text(mode), sha256))
     return listing
-
-
-def _decoded_size(encoded: str) -> int:
-    # Size from the encoded length: no need to decode megabytes just to print a number.
-    if not encoded:
-        return 0
-    padding = len(encoded) - len(encoded.rstrip("="))
-    return max(0, len(encoded) * 3 // 4 - padding)
 
 
 def _mode_text(mode: Any) -> str:

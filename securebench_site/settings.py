@@ -367,6 +367,9 @@ SECUREBENCH_REDISPATCH_SECONDS = env_int("SECUREBENCH_REDISPATCH_SECONDS", 300)
 SECUREBENCH_TEXT_CHUNK = env_int("SECUREBENCH_TEXT_CHUNK", 500)
 SECUREBENCH_MAX_BUNDLE_BYTES = env_int("SECUREBENCH_MAX_BUNDLE_BYTES", 64 * 1024 * 1024)
 SECUREBENCH_MAX_CANDIDATE_BYTES = env_int("SECUREBENCH_MAX_CANDIDATE_BYTES", 4 * 1024 * 1024)
+# One artifact candidate's uploaded files altogether (POST runs/{id}/artifacts/): each request's
+# body is refused past it, and so is a request that would take the candidate past it.
+SECUREBENCH_MAX_ARTIFACT_BYTES = env_int("SECUREBENCH_MAX_ARTIFACT_BYTES", 64 * 1024 * 1024)
 # Body of one `POST /api/v1/runs/{id}/candidates/` batch (JSON is parsed in memory).
 SECUREBENCH_MAX_BATCH_BYTES = env_int("SECUREBENCH_MAX_BATCH_BYTES", 16 * 1024 * 1024)
 # Candidates per task in one run (bundle lines' `sample`, numbered from 0): enough for pass@100

@@ -87,10 +87,10 @@ RUNNERS = (
         "as printed, with a real key for the SECRET_KEY placeholder",
     ),
     Runner(
-        r"curl .+|API=.+|RUN=.+",
+        r"curl .+|API=.+|RUN=.+|ART=.+",
         "tests/test_readme_commands.py",
         "def test_the_guides_curl_session_works_as_printed",
-        "against the started site's address, with the run id the site answered",
+        "against the started site's address, with the run ids the site answered",
     ),
     Runner(
         r"\.venv/bin/python agent\.py BENCHMARK_URL",

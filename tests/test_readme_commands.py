@@ -10,6 +10,7 @@ it runs once, in the embedded pass (conftest marks it database_independent).
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import re
@@ -317,6 +318,20 @@ def first_oracle_run(data_dir: Path) -> int:
         time.sleep(1)
 
 
+def wait_until_published(data_dir: Path, pack_id: str) -> None:
+    """Until `make run`'s health checks have published version 1 of the example (its runs
+    are refused while it is a draft)."""
+    probe = (
+        "from packs.models import ContractVersion as V; "
+        f"print(V.objects.get(pack__pack_id={pack_id!r}, version=1).state)"
+    )
+    deadline = time.monotonic() + PUBLISH_WAIT_SECONDS
+    # The last line: the shell may print what it imported first.
+    while (state := manage(data_dir, "shell", "-c", probe).stdout.split()[-1]) != "published":
+        assert time.monotonic() < deadline, f"{pack_id} is still {state}"
+        time.sleep(1)
+
+
 def substituted(command: ReadmeCommand, placeholders: dict[str, str]) -> str:
     words = []
     for word in command.words:
@@ -364,6 +379,8 @@ def test_a_readme_command_works_as_printed_after_make_run(command, started_site)
 CURL_GUIDE = REPO_ROOT / "docs" / "agents.md"
 # The address the guide's session talks to: `make run`'s.
 PRINTED_SITE = "http://127.0.0.1:8000"
+# A line of the session that keeps the id of the answer above it (`RUN=7  # the "id" ...`).
+KEPT_ID = re.compile(r"([A-Z]+)=\d+(?:\s|$)")
 
 
 def curl_session() -> list[str]:
@@ -394,16 +411,23 @@ def json_answers(output: str) -> list[dict]:
 
 
 def test_the_guides_curl_session_works_as_printed(started_site, tmp_path):
-    """Run as a person pastes it, in two parts: up to the run's creation, then from the line
-    that keeps the run's id (`RUN=7`) on, with the id the site answered in place of the
-    example's (and the first line's variables set again)."""
+    """Run as a person pastes it, in parts: up to a run's creation, then from the line that
+    keeps the run's id (`RUN=7`, `ART=9`) on, with the id the site answered in place of the
+    example's (and the first line's variables, and the ids kept before, set again)."""
     token = re.search(
         r"token (\w+)", manage(started_site.data_dir, "drf_create_token", ADMIN_USERNAME).stdout
     )
     assert token, "drf_create_token printed no token"
     lines = [line.replace(PRINTED_SITE, started_site.url) for line in curl_session()]
-    keep = next(i for i, line in enumerate(lines) if line.startswith("RUN="))
     (tmp_path / "candidates.jsonl").write_text(started_site.bundle.read_text())
+    artifact = {
+        "predictions.jsonl": b'{"id": "a1", "answer": "42"}\n',
+        "run_manifest.json": b'{"run_id": "r1", "dataset_version": "w2s-math-mini@2026-04-10", '
+        b'"schema_version": "1"}',
+    }
+    for name, content in artifact.items():
+        (tmp_path / name).write_bytes(content)
+    wait_until_published(started_site.data_dir, "w2s-predictions")
     env = newcomer_env(started_site.data_dir, TOKEN=token.group(1))
 
     def paste(part: list[str]) -> list[dict]:
@@ -419,11 +443,23 @@ def test_the_guides_curl_session_works_as_printed(started_site, tmp_path):
         assert done.returncode == 0, done.stdout + done.stderr
         return json_answers(done.stdout)
 
-    tasks, created = paste(lines[:keep])
+    segments: list[list[str]] = [[]]
+    kept_names: list[str] = []
+    for line in lines:
+        if kept := KEPT_ID.match(line):
+            kept_names.append(kept.group(1))
+            segments.append([])
+        else:
+            segments[-1].append(line)
+    assert kept_names == ["RUN", "ART"], kept_names
+    answers = paste(segments[0])
+    kept_ids: list[str] = []
+    for name, segment in zip(kept_names, segments[1:], strict=True):
+        assert "id" in answers[-1], answers[-1]
+        kept_ids.append(f"{name}={answers[-1]['id']}")
+        answers += paste([lines[0], *kept_ids, *segment])
+    tasks, created, added, submitted, progress, results, bundled, artifact_run, uploaded = answers
     run = created["id"]
-    added, submitted, progress, results, bundled = paste(
-        [lines[0], f"RUN={run}", *lines[keep + 1 :]]
-    )
 
     assert tasks["count"] >= 1 and tasks["results"], tasks
     assert (created["pack"], created["agent_name"]) == (PACK_ID, "my-agent"), created
@@ -432,6 +468,12 @@ def test_the_guides_curl_session_works_as_printed(started_site, tmp_path):
     assert {"status", "done", "total", "counts"} <= set(progress), progress
     assert "results" in results, results
     assert bundled["run"]["id"] != run and bundled["evaluation"]["evaluation"] == 1, bundled
+    assert artifact_run["pack"] == "w2s-predictions", artifact_run
+    assert uploaded["created"] is True and uploaded["file_count"] == 2, uploaded
+    assert uploaded["files"] == {
+        name: {"sha256": hashlib.sha256(content).hexdigest(), "size": len(content), "mode": 0o644}
+        for name, content in artifact.items()
+    }
 
 
 # --- the generated key and production ------------------------------------------------------
