@@ -9,14 +9,16 @@
   imported into the database, a run submitted with the artifact (not timed), then
   ``runs.pipeline.score_results`` on its result as the Celery worker calls it (claim, lanes,
   the evaluation's files from the blob cache, the sandboxed call, the verdict recorded).
-  Target: measured <= 1.5x anchor + one sandbox start (``true`` on the same backend,
-  measured in the same run), per backend.
+  Target: measured <= 1.5x anchor + one sandbox start (``true`` on the same backend with a
+  fresh read-only mount, as an evaluation call has: on Docker never a pooled container),
+  per backend. Anchor, starts and worker run in turn, round after round, so that the other
+  load on a shared machine falls on each side alike.
 * Arena: the nim-arena example evaluation (1,000 games) with the pack's reference player and
   with ``examples/agents/nim_player.py``, through the same path (the player in a second
   sandbox behind the host's relay), against the program run directly with the player as a
-  subprocess and a host relay of a few lines (as tests/examples/harness.py does). Reported
-  only: wall time, games per second, and the difference, which is what the sandboxes and
-  the worker's relay add.
+  subprocess and a host relay of a few lines (as tests/examples/harness.py does), alternated
+  the same way. Reported only: wall time, games per second, and the difference, which is
+  what the sandboxes and the worker's relay add.
 
 Every score is checked: the accuracy must be the generated share, and the arena's metrics
 the same through the worker as directly (the games are seeded). Docker rows are skipped with
