@@ -451,9 +451,7 @@ def run_scope_score(evaluation_id: int) -> bool:
             # evaluation's error (never the candidates' failure, nor a pass).
             TaskResult.objects.filter(
                 evaluation_id=evaluation_id, status=ResultStatus.PASSED
-            ).update(
-                status=ResultStatus.ERROR, failure_reason=Reason.EVALUATION_ERROR, score=0.0
-            )
+            ).update(status=ResultStatus.ERROR, failure_reason=Reason.EVALUATION_ERROR, score=0.0)
     return evaluation_finish_if_done(evaluation_id)
 
 
