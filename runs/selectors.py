@@ -541,6 +541,8 @@ LEADERBOARD_FIELDS = (
     "pending",
     "finished_at",
     "family_summary",
+    # How an uploaded evaluation's interval was found, for the row's hover.
+    "metrics",
     "run__id",
     "run__agent_name",
     "run__agent_version",

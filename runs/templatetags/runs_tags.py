@@ -91,6 +91,21 @@ def score_ci(score: float | None, low: float | None, high: float | None) -> Safe
     )
 
 
+@register.simple_tag
+def board_score(row, metric: str) -> SafeString:
+    """A leaderboard row's number and interval; the hover says how an uploaded evaluation's
+    interval was found (a built-in scorer's is Wilson's)."""
+    stated = stated_interval(row.evaluation, metric)
+    if not stated or row.value is None or row.ci_low is None or row.ci_high is None:
+        return score_ci(row.value, row.ci_low, row.ci_high)
+    title = f"{stated}: from {row.ci_low:.3f} to {row.ci_high:.3f}"
+    return format_html(
+        '<span class="score" title="{}">{}</span>',
+        title,
+        score_text(row.value, row.ci_low, row.ci_high),
+    )
+
+
 NO_VERIFIER_TITLE = "their family has no verifier yet: left out of the score, not failed"
 
 

@@ -140,6 +140,23 @@ def test_task_scope_scores_are_the_programs_and_a_second_version_leaves_the_firs
     assert Evaluation.objects.values().get(pk=first.pk) == before
 
 
+def test_the_board_ranks_by_an_uploaded_metric_and_says_how_its_interval_was_found(
+    tmp_path, version, backend, client
+):
+    store(tmp_path, "v1", TASK_PROGRAM)
+    run = submit(version).run
+    score(evaluation_create(run, evaluator="exact@1"))
+
+    client.force_login(make_user("vera", "viewer"))
+    board = client.get("/leaderboards/demo/v1/?evaluation=exact@1&metric=accuracy")
+    page = board.content.decode()
+    assert board.status_code == 200 and "0.50" in page
+    assert (
+        "95 % interval: bootstrap over 4 tasks, 2000 resamples, "
+        f"seed &#x27;exact@1:run-{run.pk}:accuracy&#x27;" in page
+    )
+
+
 def test_run_scope_calls_the_program_once_over_the_whole_run(tmp_path, version, backend):
     store(
         tmp_path,
