@@ -7,7 +7,6 @@ is runs' audited privileged view, linked in debug mode).
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied
@@ -23,11 +22,16 @@ from evaluations.forms import CompareForm, EvaluationUploadForm
 from evaluations.models import FileRole
 from evaluations.services import evaluation_import_upload
 from packs.access import browse_view
-from packs.compiler import Problem, more_problems_text
+from packs.compiler import Problem
 from packs.forms import too_large_message
 from packs.pagination import paginate
 from packs.services import UploadRejected
-from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
+from packs.uploads import (
+    cap_uploads,
+    problems_context,
+    upload_declared_too_large,
+    upload_was_too_large,
+)
 
 VERSIONS_PER_PAGE = 50
 
@@ -49,14 +53,9 @@ def _upload_page(
     status: int = 200,
 ) -> HttpResponse:
     template = "evaluations/upload.html#upload-form" if request.htmx else "evaluations/upload.html"
-    problems = problems or []
     context = {
         "form": form,
-        "problems": problems,
-        "problem_total": len(problems) + unlisted,
-        "more_problems": more_problems_text(unlisted) if unlisted else "",
-        "error": error,
-        "max_upload": settings.SECUREBENCH_MAX_UPLOAD_BYTES,
+        **problems_context(problems, unlisted, error),
         "pack": request.GET.get("pack", "")[:100],
     }
     return render(request, template, context, status=200 if request.htmx else status)

@@ -16,6 +16,8 @@ from django.core.files.uploadedfile import UploadedFile
 from django.core.files.uploadhandler import FileUploadHandler, StopUpload
 from django.http import HttpRequest
 
+from packs.compiler.errors import Problem, more_problems_text
+
 # Multipart boundaries and the small form fields around the files.
 ENVELOPE_BYTES = 1024 * 1024
 
@@ -107,3 +109,18 @@ def upload_display_name(upload: UploadedFile, default: str = "upload") -> str:
     # The client's file name is data: keep only its last component, printable, bounded.
     name = Path((upload.name or default).replace("\\", "/")).name
     return "".join(ch for ch in name if ch.isprintable())[:120] or default
+
+
+def problems_context(
+    problems: list[Problem] | None, unlisted: int = 0, error: str = ""
+) -> dict[str, Any]:
+    """What an upload page's problem list shows (packs and evaluations alike): the problems
+    kept, how many there were in all, the line for those past the cap, and a form error."""
+    problems = problems or []
+    return {
+        "problems": problems,
+        "problem_total": len(problems) + unlisted,
+        "more_problems": more_problems_text(unlisted) if unlisted else "",
+        "error": error,
+        "max_upload": settings.SECUREBENCH_MAX_UPLOAD_BYTES,
+    }

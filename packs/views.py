@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.core.exceptions import PermissionDenied
@@ -14,7 +13,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from django_htmx.http import HttpResponseClientRedirect
 
 from packs import access, hooks, selectors
-from packs.compiler import Problem, agent_task_json, more_problems_text
+from packs.compiler import Problem, agent_task_json
 from packs.diff import previous_version
 from packs.files import public_file_response
 from packs.forms import PackFilterForm, PackUploadForm, too_large_message
@@ -23,7 +22,12 @@ from packs.pagination import paginate
 from packs.publishing import PolicyRefused, pack_set_publish_policy, policy_text
 from packs.readable import readable_fields
 from packs.services import UploadRejected, pack_import_upload
-from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too_large
+from packs.uploads import (
+    cap_uploads,
+    problems_context,
+    upload_declared_too_large,
+    upload_was_too_large,
+)
 from verifiers.families import get_family
 from verifiers.lanes import LANES
 
@@ -174,15 +178,7 @@ def _upload_page(
     status: int = 200,
 ) -> HttpResponse:
     template = "packs/upload.html#upload-form" if request.htmx else "packs/upload.html"
-    problems = problems or []
-    context = {
-        "form": form,
-        "problems": problems,
-        "problem_total": len(problems) + unlisted,
-        "more_problems": more_problems_text(unlisted) if unlisted else "",
-        "error": error,
-        "max_upload": settings.SECUREBENCH_MAX_UPLOAD_BYTES,
-    }
+    context = {"form": form, **problems_context(problems, unlisted, error)}
     # htmx swaps only 2xx responses by default; the error form is still the answer to show.
     return render(request, template, context, status=200 if request.htmx else status)
 
