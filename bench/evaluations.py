@@ -266,7 +266,7 @@ def use_backend(name: str) -> Any:
     from runs import pipeline  # noqa: PLC0415 - Django app loading: after django_setup()
 
     os.environ["SECUREBENCH_SANDBOX"] = name
-    pipeline._worker_sandbox = None  # noqa: SLF001 - one worker process per backend, in turn
+    pipeline.worker_sandbox_forget()  # one worker process per backend, in turn
     return pipeline.worker_sandbox()
 
 

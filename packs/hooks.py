@@ -8,7 +8,6 @@ and version pages; packs only calls what was registered, in the order given.
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 from django.db import transaction
@@ -20,13 +19,10 @@ from packs.models import ContractVersion, Pack
 VersionCreated = Callable[[ContractVersion, Any], None]
 VersionPanel = Callable[[HttpRequest, ContractVersion], SafeString | str]
 PackPanel = Callable[[HttpRequest, Pack], SafeString | str]
-# Called with the examples folder once setup_site imported its packs; returns lines to print.
-ExamplesImported = Callable[[Path], list[str]]
 
 _version_created: list[VersionCreated] = []
 _version_panels: list[VersionPanel] = []
 _pack_panels: list[PackPanel] = []
-_examples_imported: list[ExamplesImported] = []
 
 
 def on_version_created(callback: VersionCreated) -> None:
@@ -60,13 +56,3 @@ def register_pack_panel(panel: PackPanel) -> None:
 def pack_panels(request: HttpRequest, pack: Pack) -> list[SafeString | str]:
     return [panel(request, pack) for panel in list(_pack_panels)]
 
-
-def on_examples_imported(callback: ExamplesImported) -> None:
-    """Call ``callback(examples_folder)`` after setup_site imported the example packs (the
-    evaluations app imports the example evaluations that score them)."""
-    if callback not in _examples_imported:
-        _examples_imported.append(callback)
-
-
-def examples_imported(examples: Path) -> list[str]:
-    return [line for callback in list(_examples_imported) for line in callback(examples)]

@@ -124,7 +124,7 @@ def _runs(request: Request) -> QuerySet[Run]:
     )
 
 
-def _run_for_writer(request: Request, run_id: int) -> Run:
+def run_for_writer(request: Request, run_id: int) -> Run:
     """The run, if the requesting user created it (readers may see it; one user writes)."""
     run = get_object_or_404(_runs(request), pk=run_id)
     if not access.can_write(request.user, run):
@@ -152,14 +152,14 @@ def _rejected(exc: BundleRejected, *, with_file: bool) -> Response:
     return Response({"detail": str(exc), "errors": errors, "more": exc.more}, status=400)
 
 
-def _already_submitted(run: Run) -> Response:
+def already_submitted_response(run: Run) -> Response:
     return Response(
         {"detail": f"Run {run.pk} is already submitted; create a new run for new candidates."},
         status=status.HTTP_409_CONFLICT,
     )
 
 
-def _live_run(run: Run) -> Response:
+def live_run_response(run: Run) -> Response:
     # An episode run's candidates are its episodes' final answers; it closes itself.
     return Response(
         {
@@ -334,12 +334,12 @@ class RunCandidatesApi(RunApiView):
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
-        run = _run_for_writer(request, run_id)
+        run = run_for_writer(request, run_id)
         _cap_body(request, settings.SECUREBENCH_MAX_BATCH_BYTES)
         if run.mode == RunMode.EPISODES:
-            return _live_run(run)
+            return live_run_response(run)
         if run.is_submitted:
-            return _already_submitted(run)
+            return already_submitted_response(run)
         payload = CandidateBatchInput(data=request.data)
         payload.is_valid(raise_exception=True)
         try:
@@ -348,7 +348,7 @@ class RunCandidatesApi(RunApiView):
         except BundleRejected as exc:
             return _rejected(exc, with_file=False)
         except RunAlreadySubmitted:
-            return _already_submitted(run)
+            return already_submitted_response(run)
         return Response({"added": added, "candidate_count": run.candidate_count})
 
 
@@ -368,13 +368,13 @@ class RunSubmitApi(RunApiView):
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
-        run = _run_for_writer(request, run_id)
+        run = run_for_writer(request, run_id)
         if run.mode == RunMode.EPISODES:
-            return _live_run(run)
+            return live_run_response(run)
         try:
             evaluation = run_submit(run, user=request.user)
         except RunAlreadySubmitted:
-            return _already_submitted(run)
+            return already_submitted_response(run)
         return Response(_queued_body(request, run, evaluation), status=202)
 
 

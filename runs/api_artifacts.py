@@ -32,9 +32,9 @@ from packs.uploads import (
 from runs.api import (
     RequestTooLarge,
     RunApiView,
-    _already_submitted,
-    _live_run,
-    _run_for_writer,
+    already_submitted_response,
+    live_run_response,
+    run_for_writer,
 )
 from runs.artifact_uploads import artifact_request, run_add_artifact_files
 from runs.bundle import BundleRejected
@@ -146,11 +146,11 @@ class RunArtifactsApi(RunApiView):
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
-        run = _run_for_writer(request, run_id)
+        run = run_for_writer(request, run_id)
         if run.mode == RunMode.EPISODES:
-            return _live_run(run)
+            return live_run_response(run)
         if run.is_submitted:
-            return _already_submitted(run)
+            return already_submitted_response(run)
         fields, files = request.POST, request.FILES  # the body is read here, streamed
         if upload_was_too_large(request._request):
             raise _too_large()
@@ -164,7 +164,7 @@ class RunArtifactsApi(RunApiView):
         except BundleRejected as exc:
             return _field_errors(exc)
         except RunAlreadySubmitted:
-            return _already_submitted(run)
+            return already_submitted_response(run)
         body = {
             "task_id": wanted.task_id,
             "sample": wanted.sample,

@@ -225,6 +225,13 @@ def worker_sandbox() -> Sandbox | None:
     return _worker_sandbox
 
 
+def worker_sandbox_forget() -> None:
+    """Choose the backend again on next use (a benchmark measures one backend, then the
+    other, in one process; a worker never switches)."""
+    global _worker_sandbox
+    _worker_sandbox = None
+
+
 def score_results(result_ids: list[int], *, worker: str | None = None) -> int:
     """Claim, verify and record; returns how many results this call scored."""
     claim = results_claim(result_ids, worker=worker or worker_name())

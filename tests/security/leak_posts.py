@@ -129,6 +129,11 @@ def api_body(world: LeakWorld, operation: str) -> tuple[Any, str | None]:
             {"archive": upload("leaky.zip", conflicting_pack(world))},
             "multipart",
         ),
+        # A multipart artifact for the world's artifact task (its run id in the URL).
+        "run_artifacts_add": (
+            {"task_id": "artifact_task", "file:report.txt": upload("report.txt", "wrong\n")},
+            "multipart",
+        ),
         "evaluations_create": (
             {"archive": upload("leaky-eval.zip", conflicting_evaluation(world))},
             "multipart",

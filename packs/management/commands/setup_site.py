@@ -15,7 +15,6 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandParser
 
-from packs import hooks
 from packs.management.commands.import_pack import import_path
 from packs.models import Pack
 from packs.services import UploadRejected
@@ -67,8 +66,6 @@ class Command(BaseCommand):
                 self.stderr.write(f"example {folder.name} not imported:\n{rejected}")
                 continue
             self.stdout.write(f"  example: {outcome.message}")
-        for line in hooks.examples_imported(examples):
-            self.stdout.write(line)
 
 
 def sandbox_line() -> str:
