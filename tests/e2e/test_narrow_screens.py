@@ -74,7 +74,9 @@ MENU_ITEMS = ".topbar-menu a, .topbar-menu button"
 
 
 def assert_fits(page, name: str) -> None:
-    """No horizontal scrolling of the whole page."""
+    """No horizontal scrolling of the whole page (measured once its stylesheet has loaded: a
+    page measured before it is laid out unwrapped, as a loaded machine once showed)."""
+    page.wait_for_load_state("load")
     scroll_width, inner_width = page.evaluate(PAGE_WIDTH)
     assert scroll_width <= inner_width, (name, scroll_width, inner_width, page.evaluate(TOO_WIDE))
 
