@@ -58,6 +58,10 @@ class Run(models.Model):
     submitted_at = models.DateTimeField(null=True, blank=True)
     # Run-level usage as reported, plus the per-task sums (wall_seconds, tokens, usd).
     usage = models.JSONField(default=dict)
+    # What the site itself measured of the run's model calls (the gateway meters them):
+    # {"input_tokens", "output_tokens", "usd", "calls", "tasks": {task_id: {same keys}}}.
+    # Empty when no call went through the gateway; never written from an agent's report.
+    measured_usage = models.JSONField(default=dict)
     over_budget = models.BooleanField(default=False)
     budget_notes = models.JSONField(default=list)
     candidate_count = models.PositiveIntegerField(default=0)

@@ -8,11 +8,13 @@ poll where the run stood still must agree everywhere."""
 
 from __future__ import annotations
 
+import importlib.util
 import re
 import threading
 import time
+from types import ModuleType
 
-from tests.e2e.conftest import SCREENSHOTS, admin_password, run_example_agent
+from tests.e2e.conftest import EXAMPLE_AGENT, SCREENSHOTS, admin_password
 
 PACK = "arithmetic-mc"
 TASKS = 5
@@ -60,6 +62,40 @@ def views_of(page, base: str, run_id: str) -> dict[str, tuple[str, int, int, int
     return seen
 
 
+def example_agent() -> ModuleType:
+    """The example agent's module, loaded from its file (examples/ is not a package)."""
+    spec = importlib.util.spec_from_file_location("scripted_agent", EXAMPLE_AGENT)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+class PacedAgent:
+    """The example agent's own calls, task by task; after each task it waits until the
+    test has read the run standing still (or a minute has passed). Unpaced, on a loaded
+    machine, every poll could overlap a step and no mid-run state would be compared."""
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.waiting = threading.Event()
+        self.release = threading.Event()
+        self.outcomes: list[object] = []
+        self.thread = threading.Thread(target=self.run, daemon=True)
+
+    def run(self) -> None:
+        agent = example_agent()
+        bench = agent.BenchmarkClient(agent.check_url(self.url))
+        try:
+            for config in bench.task_configs():
+                self.outcomes.append(agent.attempt_task(bench, config))
+                self.release.clear()
+                self.waiting.set()
+                self.release.wait(timeout=60)
+                self.waiting.clear()
+        finally:
+            bench.shutdown()
+
+
 def test_every_view_of_a_live_episode_run_shows_the_same_counts_at_each_poll(site, browser):
     from playwright.sync_api import expect
 
@@ -84,15 +120,13 @@ def test_every_view_of_a_live_episode_run_shows_the_same_counts_at_each_poll(sit
     watcher.goto(f"{base}/runs/{run_id}/")
     watcher.evaluate("window.__noReload = 1")
 
-    outcome: dict[str, object] = {}
-    agent = threading.Thread(
-        target=lambda: outcome.setdefault("agent", run_example_agent(url)), daemon=True
-    )
-    agent.start()
+    agent = PacedAgent(url)
+    agent.thread.start()
     stable, moved, while_working = [], 0, 0
     deadline = time.monotonic() + 180
     while time.monotonic() < deadline:
-        working = agent.is_alive()
+        working = agent.thread.is_alive()
+        paused = agent.waiting.is_set()
         before = api_state(page, base, run_id)
         seen = views_of(page, base, run_id)
         after = api_state(page, base, run_id)
@@ -103,10 +137,12 @@ def test_every_view_of_a_live_episode_run_shows_the_same_counts_at_each_poll(sit
         assert not mismatched, f"API says {before}, but {mismatched}"
         stable.append(before)
         while_working += working
+        if paused:
+            agent.release.set()
         if not working and before[0] == "done":
             break
-    agent.join(timeout=60)
-    assert "agent" in outcome, "the example agent did not finish"
+    agent.thread.join(timeout=60)
+    assert len(agent.outcomes) == TASKS, "the example agent did not finish"
 
     assert stable[-1] == ("done", TASKS, TASKS, 100), stable
     assert while_working >= 1, f"no poll stood still while the agent worked ({moved} moved)"
