@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 import threading
 import time
 from types import ModuleType
@@ -66,6 +67,8 @@ def example_agent() -> ModuleType:
     """The example agent's module, loaded from its file (examples/ is not a package)."""
     spec = importlib.util.spec_from_file_location("scripted_agent", EXAMPLE_AGENT)
     module = importlib.util.module_from_spec(spec)
+    # Its dataclasses look their module up by name while the class is being made.
+    sys.modules[spec.name] = module
     spec.loader.exec_module(module)
     return module
 
@@ -80,9 +83,17 @@ class PacedAgent:
         self.waiting = threading.Event()
         self.release = threading.Event()
         self.outcomes: list[object] = []
+        self.error: BaseException | None = None
         self.thread = threading.Thread(target=self.run, daemon=True)
 
     def run(self) -> None:
+        try:
+            self.work()
+        except BaseException as exc:  # reported by the test, not lost with the thread
+            self.error = exc
+            raise
+
+    def work(self) -> None:
         agent = example_agent()
         bench = agent.BenchmarkClient(agent.check_url(self.url))
         try:
@@ -142,6 +153,7 @@ def test_every_view_of_a_live_episode_run_shows_the_same_counts_at_each_poll(sit
         if not working and before[0] == "done":
             break
     agent.thread.join(timeout=60)
+    assert agent.error is None, f"the example agent failed: {agent.error!r}"
     assert len(agent.outcomes) == TASKS, "the example agent did not finish"
 
     assert stable[-1] == ("done", TASKS, TASKS, 100), stable
