@@ -128,6 +128,14 @@ class RunStateOutput(serializers.Serializer):
     total = serializers.IntegerField(help_text="Results the evaluation will have.")
     finished = serializers.IntegerField(help_text="passed + failed + error + pending.")
     scored = serializers.IntegerField(help_text="passed + failed + error.")
+    judged = serializers.IntegerField(
+        help_text="passed + failed: the results the score is over (errors of ours and tasks "
+        "without a verifier are left out)."
+    )
+    incomplete = serializers.BooleanField(
+        help_text="Done, yet fewer results judged than the run has (see docs/authors: errors "
+        "of ours)."
+    )
     passed = serializers.IntegerField()
     failed = serializers.IntegerField()
     error = serializers.IntegerField(help_text="Our fault (a verifier or sandbox broke).")
@@ -430,6 +438,20 @@ class ReevaluateInput(StrictSerializer):
         help_text="The scorer, name@version, among those the run's contract version allows "
         f"(default: the first; known here: {', '.join(EVALUATORS)}).",
     )
+    errored_only = serializers.BooleanField(
+        required=False,
+        default=False,
+        help_text="Re-run only what errored: verify again the results an error of ours left "
+        "unjudged in the latest evaluation and carry every other verdict over unchanged (same "
+        "scorer; ``evaluator`` must then be left out).",
+    )
+
+    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
+        if attrs.get("errored_only") and attrs.get("evaluator"):
+            raise serializers.ValidationError(
+                {"evaluator": ["a re-run of what errored keeps the latest evaluation's scorer"]}
+            )
+        return attrs
 
 
 class BundleInput(StrictSerializer):

@@ -157,6 +157,11 @@ class Evaluation(models.Model):
     # When the run-scope call was last sent to a worker (the reaper sends it again after the
     # program's own time limit has passed with no outcome).
     program_sent_at = models.DateTimeField(null=True, blank=True)
+    # A re-run of only what errored (runs.rerun): the evaluation whose judged results it took
+    # over unchanged; its own results say which were carried over (``carried_from``).
+    rerun_of = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
+    )
 
     class Meta:
         ordering = ["run", "-number"]
@@ -244,6 +249,11 @@ class TaskResult(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # In a re-run of what errored: the earlier result whose verdict this one took over
+    # unchanged; null when this evaluation verified it (again).
+    carried_from = models.ForeignKey(
+        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["evaluation", "position"]

@@ -535,21 +535,29 @@ class _StoredMetric:
 
 
 def _task_counts(results: QuerySet[TaskResult]) -> list[TaskCounts]:
-    """Scored samples per task in one grouped query: n (passed, failed or error), c (passed)
-    and the sum of the scores of passed and failed ones (an error of ours scores nothing)."""
-    scored = (ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR)
+    """Final samples per task in one grouped query: n (judged: passed or failed), c (passed),
+    errored (ours; the scorer decides whether they count) and the sum of the scores of the
+    judged ones (an error of ours scores nothing)."""
+    judged = Q(status__in=(ResultStatus.PASSED, ResultStatus.FAILED))
     rows = (
-        results.filter(status__in=scored)
+        results.filter(status__in=(ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR))
         .values("task_id", "family")
         .annotate(
-            n=Count("id"),
+            n=Count("id", filter=judged),
             c=Count("id", filter=Q(status=ResultStatus.PASSED)),
-            score_sum=Sum("score", filter=~Q(status=ResultStatus.ERROR)),
+            errored=Count("id", filter=Q(status=ResultStatus.ERROR)),
+            score_sum=Sum("score", filter=judged),
         )
         .order_by()
     )
     return [
-        TaskCounts(family=row["family"], n=row["n"], c=row["c"], score_sum=row["score_sum"] or 0.0)
+        TaskCounts(
+            family=row["family"],
+            n=row["n"],
+            c=row["c"],
+            score_sum=row["score_sum"] or 0.0,
+            errored=row["errored"],
+        )
         for row in rows
     ]
 

@@ -53,6 +53,12 @@ BAR_ORDER = (ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR, Resul
 BAR_WIDTH = 1000.0
 
 
+def is_incomplete(*, settled: bool, judged: int, total: int) -> bool:
+    """The one rule of "incomplete" that the run's state and a board's rows both apply: the
+    counts are final, and fewer results were judged (passed or failed) than there are."""
+    return settled and judged < total
+
+
 @dataclass(frozen=True)
 class BarSegment:
     status: str
@@ -104,6 +110,25 @@ class RunState:
     def scored(self) -> int:
         """Finished with a verdict that counts in the score (no-verifier tasks aside)."""
         return self.passed + self.failed + self.errored
+
+    @property
+    def judged(self) -> int:
+        """Finished with a verdict on the agent's work: passed or failed. Errors of ours and
+        tasks without a verifier are not judged, and scores leave them out."""
+        return self.passed + self.failed
+
+    @property
+    def incomplete(self) -> bool:
+        """Settled, yet not every task was judged (an error of ours, or no verifier): its
+        score is over fewer tasks than the run has, which every view says."""
+        settled = self.phase in SETTLED_PHASES
+        return is_incomplete(settled=settled, judged=self.judged, total=self.total)
+
+    @property
+    def judged_words(self) -> str:
+        """ "N of M tasks judged" (results, when a task has several samples)."""
+        unit = "tasks" if self.total == self.tasks else "results"
+        return f"{self.judged} of {self.total} {unit} judged"
 
     @property
     def open(self) -> int:
@@ -159,6 +184,8 @@ class RunState:
             "total": self.total,
             "finished": self.finished,
             "scored": self.scored,
+            "judged": self.judged,
+            "incomplete": self.incomplete,
             "passed": self.passed,
             "failed": self.failed,
             "error": self.errored,

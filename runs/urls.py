@@ -11,6 +11,7 @@ urlpatterns = [
     path("runs/compare/", views.run_compare, name="compare"),
     path("runs/<int:run_id>/", views.run_detail, name="detail"),
     path("runs/<int:run_id>/reevaluate/", views.run_reevaluate, name="reevaluate"),
+    path("runs/<int:run_id>/rerun-errored/", views.run_rerun_errored, name="rerun-errored"),
     path(
         "runs/<int:run_id>/evaluations/<int:number>/progress/",
         views.evaluation_progress,
