@@ -37,6 +37,7 @@ from runs import (
     validity,
 )
 from runs.bundle import BundleRejected
+from runs.error_rates import evaluation_error_rates
 from runs.evaluators import (
     EVALUATORS,
     EvaluatorNotAllowed,
@@ -315,6 +316,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
         if evaluation is not None:
             context.update(_evaluation_context(evaluation, evaluations))
             context["rerun"] = rerun_counts(evaluation)
+            context["error_rates"] = evaluation_error_rates(evaluation)
             if context["samples"]:
                 context["task_passes"] = _task_passes(request, run, evaluation)
         template = (

@@ -132,3 +132,20 @@ def test_the_owner_re_runs_errored_from_the_page_and_a_stranger_may_not(make_pac
         ResultStatus.PASSED,
         ResultStatus.FAILED,
     }
+
+
+def test_error_rates_by_reason_worker_and_run_on_every_view(make_pack, client, settings):
+    run = errored_run(version(make_pack, "rates", 3))
+    settings.SECUREBENCH_METRICS_TOKEN = ""
+    settings.SECUREBENCH_METRICS_NETWORKS = ["127.0.0.0/8"]
+
+    metrics = client.get("/metrics").content.decode()
+    assert 'securebench_error_rate{dimension="reason",value="retries_exhausted"} 0.333' in metrics
+    assert f'securebench_error_rate{{dimension="run",value="{run.pk}"}} 0.333' in metrics
+    assert 'securebench_error_rate{dimension="worker",value="ghost"} 1.0' in metrics
+    assert 'dimension="contract_version",value="rates v1"' in metrics
+    client.force_login(make_user("admin", superuser=True))
+    operations = client.get("/operations/").content.decode()
+    assert "Error rates in the last 24 hours" in operations and "retries_exhausted" in operations
+    page = client.get(reverse("runs:detail", args=[run.pk])).content.decode()
+    assert "Where the errors happened" in page and "33.3 %" in page
