@@ -115,9 +115,10 @@ class RunStateOutput(serializers.Serializer):
     """The run's state as its pages show it (runs.state): the same phase and counts."""
 
     phase = serializers.ChoiceField(
-        choices=["preparing", "open", "live", "queued", "running", "done"],
+        choices=["preparing", "open", "live", "queued", "running", "paused", "done"],
         help_text="preparing (a worker builds a reference run's candidates), open (candidates "
-        "still being added), live (an episode run's agent may act), queued, running, done.",
+        "still being added), live (an episode run's agent may act), queued, running, paused "
+        "(its owner or an admin paused it: queued work waits), done.",
     )
     word = serializers.CharField(help_text="The phase as the pages say it.")
     evaluation = serializers.IntegerField(

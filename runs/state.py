@@ -19,7 +19,15 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.db.models import Count
 
-from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunMode, TaskResult
+from runs.models import (
+    CandidateOrigin,
+    Evaluation,
+    ResultStatus,
+    Run,
+    RunControl,
+    RunMode,
+    TaskResult,
+)
 
 
 class Phase:
@@ -30,6 +38,7 @@ class Phase:
     LIVE = "live"  # an episode run whose agent may still act: results land as episodes end
     QUEUED = "queued"  # submitted; no result final nor being verified yet
     RUNNING = "running"  # some results final or being verified, others still open
+    PAUSED = "paused"  # its owner or an admin paused it (runs.control): queued work waits
     DONE = "done"  # every result final, summary written
 
 
@@ -40,6 +49,7 @@ PHASES: dict[str, tuple[str, str, str]] = {
     Phase.LIVE: ("●", "live", "the agent is acting: each task is scored as its episode ends"),
     Phase.QUEUED: ("◷", "queued", "waiting for a worker: no task has been verified yet"),
     Phase.RUNNING: ("●", "running", "being scored: some tasks are finished, others are not"),
+    Phase.PAUSED: ("⏸", "paused", "paused by its owner or an admin: queued tasks wait"),
     Phase.DONE: ("✓", "done", "every task is finished and the score is final"),
 }
 # Phases whose counts can still change: views of them refresh themselves.
@@ -211,6 +221,8 @@ def phase_of(run: Run, evaluation: Evaluation | None, counts: dict[str, int]) ->
         return Phase.QUEUED  # submitted a moment ago: its evaluation is being written
     if evaluation.is_done:
         return Phase.DONE
+    if run.control == RunControl.PAUSED:
+        return Phase.PAUSED
     if run.mode == RunMode.EPISODES and not run.is_submitted:
         return Phase.LIVE
     started = any(counts.get(s) for s in (*BAR_ORDER, ResultStatus.RUNNING))

@@ -37,6 +37,7 @@ from runs import (
     validity,
 )
 from runs.bundle import BundleRejected
+from runs.control import can_control
 from runs.error_rates import evaluation_error_rates
 from runs.evaluators import (
     EVALUATORS,
@@ -303,6 +304,7 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             validity_word=validity.validity_word(run, judged=validity.has_judged_candidate(run)),
             can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
             can_rerun_errored=access.can_rerun_errored(request.user, run),
+            can_control=can_control(request.user, run),
             # A run-scope evaluation program's log: offered in debug mode to the privileged.
             can_reveal=access.can_view_privileged(request.user, run),
             debug_on=privileged.debug_mode(request) is not None,
