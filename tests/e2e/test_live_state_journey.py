@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+import sys
 import threading
 import time
 from types import ModuleType
@@ -66,6 +67,8 @@ def example_agent() -> ModuleType:
     """The example agent's module, loaded from its file (examples/ is not a package)."""
     spec = importlib.util.spec_from_file_location("scripted_agent", EXAMPLE_AGENT)
     module = importlib.util.module_from_spec(spec)
+    # Registered first: on Python 3.12 a dataclass looks its module up in sys.modules.
+    sys.modules.setdefault(spec.name, module)
     spec.loader.exec_module(module)
     return module
 
