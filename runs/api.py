@@ -59,6 +59,7 @@ from runs.api_serializers import (
 from runs.bundle import BundleRejected, ParsedBundle, parse_bundle_file, parse_candidate_objects
 from runs.evaluators import EvaluatorNotAllowed
 from runs.models import AuditAction, Evaluation, ResultStatus, Run, RunMode, RunSource, TaskResult
+from runs.rerun import NothingToRerun, evaluation_rerun_errored
 from runs.services import (
     RunAlreadySubmitted,
     RunMetadata,
@@ -482,7 +483,10 @@ class RunEvaluationsApi(RunApiView):
                 '{"evaluator": [message naming the allowed ones]}.'
             ),
             403: OpenApiResponse(description="No runs.add_evaluation permission."),
-            409: OpenApiResponse(description="The run is not submitted yet."),
+            409: OpenApiResponse(
+                description="The run is not submitted yet; or, with errored_only, its latest "
+                "evaluation is not done or has no errored result."
+            ),
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
@@ -494,6 +498,12 @@ class RunEvaluationsApi(RunApiView):
                 {"detail": f"Run {run.pk} is not submitted yet; submit it first."},
                 status=status.HTTP_409_CONFLICT,
             )
+        if payload.validated_data["errored_only"]:
+            try:
+                evaluation = evaluation_rerun_errored(run, created_by=request.user)
+            except NothingToRerun as refused:
+                return Response({"detail": str(refused)}, status=status.HTTP_409_CONFLICT)
+            return Response(_queued_body(request, run, evaluation), status=202)
         try:
             evaluation = evaluation_create(
                 run,

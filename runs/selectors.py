@@ -42,6 +42,7 @@ from runs.models import (
     TaskResult,
 )
 from runs.progress import final_counts
+from runs.state import is_incomplete
 from runs.stats import Interval
 from runs.timings import episode_seconds
 
@@ -537,6 +538,7 @@ LEADERBOARD_FIELDS = (
     "ci_low",
     "ci_high",
     "passed",
+    "failed",
     "total",
     "pending",
     "finished_at",
@@ -569,6 +571,17 @@ class LeaderboardRow:
     @property
     def run(self) -> Run:
         return self.evaluation.run
+
+    @property
+    def judged(self) -> int:
+        return self.evaluation.passed + self.evaluation.failed
+
+    @property
+    def incomplete(self) -> bool:
+        """As the run's page says it (runs.state): a board lists done evaluations only."""
+        return is_incomplete(
+            settled=self.evaluation.is_done, judged=self.judged, total=self.evaluation.total
+        )
 
     @cached_property
     def families(self) -> list[FamilyRate | None]:

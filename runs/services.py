@@ -650,7 +650,7 @@ def evaluation_create(
             evaluator=_chosen_evaluator(run.contract_version, evaluator).key,
             created_by=_user_or_none(created_by),
         )
-        rows = _result_rows(evaluation, run, timezone.now())
+        rows = result_rows(evaluation, run, timezone.now())
         TaskResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
         Evaluation.objects.filter(pk=evaluation.pk).update(total=len(rows))
         evaluation_finish_if_done(evaluation.pk)
@@ -682,7 +682,7 @@ def _scored_by_program(evaluation: Evaluation) -> bool:
     return cached
 
 
-def _result_rows(evaluation: Evaluation, run: Run, now: Any) -> list[TaskResult]:
+def result_rows(evaluation: Evaluation, run: Run, now: Any) -> list[TaskResult]:
     """One result per (task, sample), in task order then sample order.
 
     Every task gets as many results as the run has samples per task (the highest sample

@@ -37,6 +37,8 @@ from runs import (
     validity,
 )
 from runs.bundle import BundleRejected
+from runs.control import can_control
+from runs.error_rates import evaluation_error_rates
 from runs.evaluators import (
     EVALUATORS,
     EvaluatorNotAllowed,
@@ -52,6 +54,7 @@ from runs.forms import (
     bundle_too_large_message,
 )
 from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunSource
+from runs.rerun import NothingToRerun, evaluation_rerun_errored, rerun_counts
 from runs.services import (
     RunMetadata,
     bundle_upload_parse,
@@ -300,6 +303,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             comparable=selectors.comparable_runs(run),
             validity_word=validity.validity_word(run, judged=validity.has_judged_candidate(run)),
             can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
+            can_rerun_errored=access.can_rerun_errored(request.user, run),
+            can_control=can_control(request.user, run),
             # A run-scope evaluation program's log: offered in debug mode to the privileged.
             can_reveal=access.can_view_privileged(request.user, run),
             debug_on=privileged.debug_mode(request) is not None,
@@ -312,6 +317,8 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             context["run_section"] = section(request, run)
         if evaluation is not None:
             context.update(_evaluation_context(evaluation, evaluations))
+            context["rerun"] = rerun_counts(evaluation)
+            context["error_rates"] = evaluation_error_rates(evaluation)
             if context["samples"]:
                 context["task_passes"] = _task_passes(request, run, evaluation)
         template = (
@@ -388,6 +395,26 @@ def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
         "it scores the same candidates again.",
     )
     url = f"{reverse('runs:detail', args=[run.pk])}?evaluation={evaluation.number}"
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+
+
+@require_POST
+def run_rerun_errored(request: HttpRequest, run_id: int) -> HttpResponse:
+    run = selectors.run_get(run_id, user=request.user)
+    if not access.can_rerun_errored(request.user, run):
+        raise PermissionDenied("Re-running what errored needs the run's owner or a reviewer.")
+    url = reverse("runs:detail", args=[run.pk])
+    try:
+        evaluation = evaluation_rerun_errored(run, created_by=request.user)
+    except NothingToRerun as refused:
+        messages.error(request, f"Nothing re-run: {refused}.")
+        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
+    messages.success(
+        request,
+        f"Evaluation {evaluation.number} of run {run.pk} created: it verifies again what errored "
+        f"in evaluation {evaluation.rerun_of.number} and carries the other verdicts over.",
+    )
+    url = f"{url}?evaluation={evaluation.number}"
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
