@@ -28,6 +28,8 @@ from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too
 from runs import (
     access,
     comparison,
+    cost_axes,
+    cost_board,
     modes,
     privileged,
     progress,
@@ -468,6 +470,11 @@ def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> Http
         "pack": contract_version.pack,
         "board": board,
         "choice": choice,
+        # Score against cost (?axis=), over every ranked run.
+        "cost": cost_board.leaderboard_cost_chart(
+            contract_version, board, choice, request.GET.get("axis")
+        ),
+        "axes": list(cost_axes.AXES.values()),
         # The version before, and whether its scores compare with these (packs.diff).
         "previous": _previous_board(request, contract_version),
         "can_score_references": contract_version.state == VersionState.PUBLISHED
