@@ -35,6 +35,7 @@ from runs import (
     progress,
     samples,
     selectors,
+    task_costs,
     timings,
     validity,
 )
@@ -512,8 +513,12 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     pairs = comparison.verdict_pairs(compared.evaluation_a, compared.evaluation_b)
     if category:
         pairs = pairs.filter(verdict=category)
+    pairs = task_costs.with_task_usage(pairs, a, b)
     context = {
         "comparison": compared,
+        # Each task's cost beside its verdicts, on the axis the leaderboard's chart offers.
+        "axis": cost_axes.axis_get(request.GET.get("axis")),
+        "axes": list(cost_axes.AXES.values()),
         "cv": a.contract_version,
         "category": category,
         "categories": comparison.VERDICT_CATEGORIES,

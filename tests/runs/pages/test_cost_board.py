@@ -168,3 +168,54 @@ def test_the_cost_chart_makes_the_same_queries_for_3_or_30_runs(
             client.get(url, {"axis": axis})
         with django_assert_max_num_queries(len(queries)):
             board_page(client, large, axis=axis)
+
+
+# --- the compare page: each task's cost beside its verdicts ----------------------------------
+
+
+def compare_rows(client, a, b, **params) -> list[str]:
+    response = client.get(reverse("runs:compare"), {"a": a.pk, "b": b.pk, **params})
+    assert response.status_code == 200
+    body = response.content.decode().split('<div id="verdicts">', 1)[1]
+    return [
+        re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", row)).strip()
+        for row in body.split("</table>", 1)[0].split("<tr>")[2:]
+    ]
+
+
+def test_compare_shows_measured_task_costs_and_reported_ones_marked(client, board):
+    a = scored(board, "metered", 3, measured_usage=gateway_usage(0.0012, 900, 300))
+    b = scored(board, "self-reported", 2)
+    tasks = list(board.tasks.order_by("position"))
+    for task, usd in zip(tasks[:2], (0.25, 0.5), strict=True):
+        Candidate.objects.create(run=b, task=task, kind="text", usage={"usd": usd})
+    rows = compare_rows(client, a, b)
+    assert len(rows) == 4
+    assert "$0.0012" in rows[0] and "$0.25 reported" in rows[0]
+    assert "$0.50 reported" in rows[1]
+    assert rows[2].count("—") == 2  # no figure either side
+
+
+def test_compare_reads_tokens_when_asked(client, board):
+    a = scored(board, "metered", 3, measured_usage=gateway_usage(0.0012, 9_000, 3_300))
+    b = scored(board, "other", 2)
+    assert "12.3k" in compare_rows(client, a, b, axis="tokens")[0]
+
+
+def test_compare_task_costs_add_no_query_per_task(client, make_pack, django_assert_max_num_queries):
+    small = import_version(make_pack, "few", tasks=2)
+    large = import_version(make_pack, "many", tasks=20)
+    pairs = {}
+    for cv, n in ((small, 2), (large, 20)):
+        runs = [make_run(cv, name) for name in ("a", "b")]
+        for run in runs:
+            make_evaluation(run, [PASSED] * n)
+            for task in cv.tasks.all():
+                Candidate.objects.create(run=run, task=task, kind="text", usage={"usd": 0.1})
+        pairs[cv.pk] = runs
+    a, b = pairs[small.pk]
+    with CaptureQueriesContext(connection) as queries:
+        compare_rows(client, a, b)
+    a, b = pairs[large.pk]
+    with django_assert_max_num_queries(len(queries)):
+        assert len(compare_rows(client, a, b)) == 20
