@@ -15,6 +15,7 @@ from runs.frontier import Point, pareto, step_line
 WIDTH, HEIGHT = 720, 340
 LEFT, RIGHT, TOP, BOTTOM = 64, 20, 16, 48  # room for the tick labels and axis titles
 MARK = 4.5  # half a reported point's square
+DOMINATED_SHOWN = 50
 
 
 @dataclass
@@ -70,6 +71,16 @@ class CostChart:
     bottom_y: int = HEIGHT - BOTTOM
     right_x: int = WIDTH - RIGHT
     top: int = TOP
+
+    @property
+    def dominated_shown(self) -> list[CostPoint]:
+        # A page of a thousand dominated rows would outweigh the board itself; the board's
+        # own table names every run's dominator, page by page.
+        return self.dominated[:DOMINATED_SHOWN]
+
+    @property
+    def dominated_hidden(self) -> int:
+        return max(0, len(self.dominated) - DOMINATED_SHOWN)
 
     @property
     def y_title_x(self) -> float:
