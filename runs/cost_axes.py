@@ -103,9 +103,13 @@ def _decimal(value: float) -> str:
         return "0"
     if value >= 1:
         return f"{value:,.2f}"
-    # Two significant digits below a dollar: $0.0012, not $0.00.
+    # Two significant digits below a dollar ($0.0012, not $0.00), cents kept ($0.50), and no
+    # zero after them ($0.02, not $0.020).
     decimals = max(2, 1 - math.floor(math.log10(value)))
-    return f"{value:.{decimals}f}"
+    text = f"{value:.{decimals}f}"
+    while decimals > 2 and text.endswith("0"):
+        text, decimals = text[:-1], decimals - 1
+    return text
 
 
 def _compact(value: float) -> str:
