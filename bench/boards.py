@@ -167,6 +167,12 @@ def run(*, smoke: bool) -> list[Figure]:
         anchor_times = timed_gets(
             client, f"/leaderboards/boards-anchor/v1/?axis={axis}", sizes["requests"]
         )
+        # As it goes: on a shared machine the whole run can take a while.
+        print(
+            f"axis {axis}: p95 {p95(big_times):.1f} ms, median {median(big_times):.1f} ms; "
+            f"anchor median {median(anchor_times):.1f} ms",
+            flush=True,
+        )
         figures += [
             Figure(
                 WORKLOAD,
