@@ -13,7 +13,7 @@ from runs.cost_axes import CostAxis, CostFigure, format_cost
 from runs.frontier import Point, pareto, step_line
 
 WIDTH, HEIGHT = 720, 340
-LEFT, RIGHT, TOP, BOTTOM = 64, 20, 16, 48  # room for the tick labels and axis titles
+LEFT, RIGHT, TOP, BOTTOM = 64, 40, 16, 48  # room for the tick labels (larger on a phone)
 MARK = 4.5  # half a reported point's square
 DOMINATED_SHOWN = 50
 
