@@ -33,6 +33,7 @@ from packs.internal import internal
 from packs.models import ContractVersion, Pack, VersionState
 from runs import access, validity
 from runs.candidates import entry_size, is_blob_entry
+from runs.cost_chart import CostPoint
 from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
 from runs.models import (
     CandidateOrigin,
@@ -567,6 +568,8 @@ class LeaderboardRow:
     value: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
+    # Its point on the cost chart (runs.cost_board), when the page draws one.
+    cost: CostPoint | None = None
 
     @property
     def run(self) -> Run:
@@ -601,6 +604,8 @@ class Leaderboard:
     # Agent runs none of whose results could be verified (families with no verifier yet):
     # they have no score, so no rank.
     unscored: list[LeaderboardRow] = field(default_factory=list)
+    # Every ranked run's standing, best first: the cost chart plots them all, not one page.
+    standings: list[Standing] = field(default_factory=list)
 
 
 @dataclass
@@ -693,6 +698,7 @@ def leaderboard(
         rows(reference),
         ranked_page=ranked_page,
         unscored=rows(unscored),
+        standings=ranked,
     )
 
 

@@ -28,11 +28,14 @@ from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too
 from runs import (
     access,
     comparison,
+    cost_axes,
+    cost_board,
     modes,
     privileged,
     progress,
     samples,
     selectors,
+    task_costs,
     timings,
     validity,
 )
@@ -495,6 +498,11 @@ def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> Http
         "pack": contract_version.pack,
         "board": board,
         "choice": choice,
+        # Score against cost (?axis=), over every ranked run.
+        "cost": cost_board.leaderboard_cost_chart(
+            contract_version, board, choice, request.GET.get("axis")
+        ),
+        "axes": list(cost_axes.AXES.values()),
         # The version before, and whether its scores compare with these (packs.diff).
         "previous": _previous_board(request, contract_version),
         "can_score_references": contract_version.state == VersionState.PUBLISHED
@@ -532,8 +540,12 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     pairs = comparison.verdict_pairs(compared.evaluation_a, compared.evaluation_b)
     if category:
         pairs = pairs.filter(verdict=category)
+    pairs = task_costs.with_task_usage(pairs, a, b)
     context = {
         "comparison": compared,
+        # Each task's cost beside its verdicts, on the axis the leaderboard's chart offers.
+        "axis": cost_axes.axis_get(request.GET.get("axis")),
+        "axes": list(cost_axes.AXES.values()),
         "cv": a.contract_version,
         "category": category,
         "categories": comparison.VERDICT_CATEGORIES,
