@@ -30,8 +30,12 @@ class Received:
 
 @dataclass
 class StandinState:
-    mode: str = "ok"  # ok, fail (HTTP 500), slow (waits delay first), hold (stream holds)
+    # ok, fail (HTTP 500), slow (waits delay first), hold (a stream holds after its first
+    # chunk until release is set), redirect (307 to location)
+    mode: str = "ok"
     delay: float = 0.0
+    model: str = MODEL  # the model name the answers report
+    location: str = ""
     release: threading.Event = field(default_factory=threading.Event)
     received: list[Received] = field(default_factory=list)
 
@@ -42,7 +46,7 @@ class StandinProvider:
     def __init__(self) -> None:
         self.state = StandinState()
         handler = type("Handler", (StandinHandler,), {"state": self.state})
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        self.server = QuietServer(("127.0.0.1", 0), handler)
         self.server.daemon_threads = True
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
@@ -60,6 +64,12 @@ class StandinProvider:
         self.server.server_close()
 
 
+class QuietServer(ThreadingHTTPServer):
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        # A client that hangs up mid-answer (a timeout under test) is expected, not news.
+        return
+
+
 class StandinHandler(BaseHTTPRequestHandler):
     state: StandinState
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers
@@ -75,14 +85,20 @@ class StandinHandler(BaseHTTPRequestHandler):
             time.sleep(self.state.delay)
         if self.state.mode == "fail":
             return self._json(500, {"error": {"message": "stand-in failure", "type": "server"}})
+        if self.state.mode == "redirect":
+            self.send_response(307)
+            self.send_header("Location", self.state.location)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+            return None
         if self.path == "/v1/chat/completions":
             if body.get("stream"):
                 return self._chat_stream(body)
-            return self._json(200, chat_answer())
+            return self._json(200, chat_answer(self.state.model))
         if self.path == "/v1/messages":
             if body.get("stream"):
                 return self._messages_stream()
-            return self._json(200, messages_answer())
+            return self._json(200, messages_answer(self.state.model))
         return self._json(404, {"error": {"message": f"no route {self.path}"}})
 
     def _json(self, status: int, body: dict[str, Any]) -> None:
@@ -109,12 +125,13 @@ class StandinHandler(BaseHTTPRequestHandler):
 
     def _chat_stream(self, body: dict[str, Any]) -> None:
         include_usage = (body.get("stream_options") or {}).get("include_usage") is True
+        model = self.state.model
         events = [
-            sse({"id": "c1", "model": MODEL, "choices": [{"index": 0, "delta": {"content": w}}]})
+            sse({"id": "c1", "model": model, "choices": [{"index": 0, "delta": {"content": w}}]})
             for w in REPLY_WORDS
         ]
         if include_usage:
-            events.append(sse({"id": "c1", "model": MODEL, "choices": [], "usage": usage()}))
+            events.append(sse({"id": "c1", "model": model, "choices": [], "usage": usage()}))
         self._events([*events, b"data: [DONE]\n\n"])
 
     def _messages_stream(self) -> None:
@@ -142,11 +159,11 @@ def usage() -> dict[str, int]:
     }
 
 
-def chat_answer() -> dict[str, Any]:
+def chat_answer(model: str = MODEL) -> dict[str, Any]:
     return {
         "id": "c1",
         "object": "chat.completion",
-        "model": MODEL,
+        "model": model,
         "choices": [
             {
                 "index": 0,
@@ -158,12 +175,12 @@ def chat_answer() -> dict[str, Any]:
     }
 
 
-def messages_answer() -> dict[str, Any]:
+def messages_answer(model: str = MODEL) -> dict[str, Any]:
     return {
         "id": "m1",
         "type": "message",
         "role": "assistant",
-        "model": MODEL,
+        "model": model,
         "content": [{"type": "text", "text": "".join(REPLY_WORDS)}],
         "usage": {"input_tokens": INPUT_TOKENS, "output_tokens": OUTPUT_TOKENS},
     }

@@ -99,12 +99,12 @@ def prepared_body(api: str, body: dict[str, Any]) -> dict[str, Any]:
 def shared_client() -> httpx.Client:
     # One pooled client per process: a kept-alive connection is most of the gateway's
     # overhead budget. trust_env is off so that no proxy variable reroutes the calls.
+    return httpx.Client(follow_redirects=False, trust_env=False)
+
+
+def provider_timeout() -> httpx.Timeout:
     timeout = settings.SECUREBENCH_GATEWAY_TIMEOUT_SECONDS
-    return httpx.Client(
-        follow_redirects=False,
-        trust_env=False,
-        timeout=httpx.Timeout(timeout, connect=min(timeout, 10.0)),
-    )
+    return httpx.Timeout(timeout, connect=min(timeout, 10.0))
 
 
 def send(api: str, body: dict[str, Any], key: str) -> httpx.Response:
@@ -116,6 +116,7 @@ def send(api: str, body: dict[str, Any], key: str) -> httpx.Response:
         provider_url(api),
         content=json.dumps(prepared_body(api, body)).encode(),
         headers=provider_headers(api, key),
+        timeout=provider_timeout(),
     )
     return client.send(request, stream=True)
 

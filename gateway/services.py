@@ -253,6 +253,9 @@ def _answered(record: CallRecord, response: httpx.Response, content: bytes) -> R
     content_type = response.headers.get("content-type", "application/json")
     if status >= 500:
         return _provider_failed(record, f"the model provider failed (HTTP {status})")
+    if 300 <= status < 400:
+        # Redirects are never followed: the gateway fetches the configured URL and no other.
+        return _provider_failed(record, f"the model provider answered a redirect ({status})")
     if status in (401, 403):
         # Never relayed: a provider's message may quote part of the key it refused.
         record.save(CallStatus.REJECTED, http_status=status, note="the provider refused the key")
