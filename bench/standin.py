@@ -73,6 +73,9 @@ class QuietServer(ThreadingHTTPServer):
 class StandinHandler(BaseHTTPRequestHandler):
     state: StandinState
     protocol_version = "HTTP/1.1"  # keep-alive, as real providers
+    # Headers and body leave in separate writes: without TCP_NODELAY the second waits for
+    # the client's delayed ACK (tens of ms on loopback), which no real provider costs.
+    disable_nagle_algorithm = True
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - the base's name
         return  # quiet: tests read what was received, not a log

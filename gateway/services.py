@@ -20,6 +20,7 @@ from typing import Any, NoReturn
 
 import httpx
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from episodes.capabilities import looks_like_secret, new_secret, secret_digest
@@ -30,12 +31,7 @@ from gateway import provider
 from gateway.models import CallStatus, ModelCall, ModelEndpoint
 from gateway.prices import call_usd
 from packs.models import Task
-from runs.metering import (
-    add_measured_call,
-    measured_budget_notes,
-    run_mark_over_budget,
-    spent_budget,
-)
+from runs.metering import add_measured_call, run_mark_over_budget, spent_budget
 from runs.models import Run
 
 logger = logging.getLogger(__name__)
@@ -84,7 +80,9 @@ def endpoint_by_secret(secret: str) -> ModelEndpoint:
     endpoint = None
     if looks_like_secret(secret):
         endpoint = (
-            ModelEndpoint.objects.select_related("run__submitted_by", "run__contract_version")
+            ModelEndpoint.objects.select_related(
+                "run__submitted_by", "run__contract_version", "run__episode_run"
+            )
             .filter(capability_hash=secret_digest(secret))
             .first()
         )
@@ -147,7 +145,8 @@ def call_target(endpoint: ModelEndpoint, task_id: str) -> CallTarget:
 def call_admit(target: CallTarget, *, api: str, model: str, stream: bool, key_source: str) -> None:
     """Refuse the call when the task's tokens or dollars are already spent: the refusal is
     recorded, the task's open episode ends truncated and the run is over budget."""
-    run = Run.objects.select_related("contract_version").get(pk=target.run.pk)
+    # The run was read in this request (its measured usage is current to the last call).
+    run = target.run
     crossed = spent_budget(run, target.task_id)
     if not crossed:
         return
@@ -197,7 +196,31 @@ class CallRecord:
         metered = status == CallStatus.OK and input_tokens is not None and output_tokens is not None
         usd = call_usd([usage.model, self.model], input_tokens, output_tokens) if metered else None
         now = time.monotonic()
-        call = ModelCall.objects.create(
+        # The call's row and the run's totals commit together: one never counts without
+        # the other.
+        with transaction.atomic():
+            call = self._create(status, http_status, usage, usd, now, first_byte, note)
+            if metered:
+                add_measured_call(
+                    self.target.run.pk,
+                    self.target.task_id,
+                    input_tokens or 0,
+                    output_tokens or 0,
+                    usd,
+                )
+        return call
+
+    def _create(
+        self,
+        status: str,
+        http_status: int | None,
+        usage: provider.Usage,
+        usd: float | None,
+        now: float,
+        first_byte: float | None,
+        note: str,
+    ) -> ModelCall:
+        return ModelCall.objects.create(
             run_id=self.target.run.pk,
             episode=self.target.episode,
             task_id=self.target.task_id,
@@ -207,24 +230,13 @@ class CallRecord:
             key_source=self.key_source,
             status=status,
             http_status=http_status,
-            input_tokens=input_tokens,
-            output_tokens=output_tokens,
+            input_tokens=usage.input_tokens,
+            output_tokens=usage.output_tokens,
             usd=usd,
             latency_ms=(now - self.started) * 1000,
             first_byte_ms=(first_byte - self.started) * 1000 if first_byte else None,
             note=note[:300],
         )
-        if metered:
-            _meter(self.target, input_tokens or 0, output_tokens or 0, usd)
-        return call
-
-
-def _meter(target: CallTarget, input_tokens: int, output_tokens: int, usd: float | None) -> None:
-    add_measured_call(target.run.pk, target.task_id, input_tokens, output_tokens, usd)
-    run = Run.objects.select_related("contract_version").get(pk=target.run.pk)
-    for note in measured_budget_notes(run):
-        if note.startswith(f"task {target.task_id} "):
-            run_mark_over_budget(run.pk, note)
 
 
 def call_forward(record: CallRecord, body: dict[str, Any], key: str) -> Relay:

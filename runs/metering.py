@@ -29,9 +29,16 @@ def empty_figures() -> dict[str, Any]:
 def add_measured_call(
     run_id: int, task_id: str, input_tokens: int, output_tokens: int, usd: float | None
 ) -> dict[str, Any]:
-    """Add one call to the run's and its task's measured totals; the run's new totals."""
+    """Add one call to the run's and its task's measured totals; the run's new totals.
+
+    A call that takes its task past a per-task budget marks the run over budget in the same
+    update (the next call of that task is refused: ``spent_budget``)."""
     with transaction.atomic():
-        run = Run.objects.select_for_update().get(pk=run_id)
+        run = (
+            Run.objects.select_for_update(of=("self",))
+            .select_related("contract_version")
+            .get(pk=run_id)
+        )
         measured = {**empty_figures(), **(run.measured_usage or {})}
         tasks = dict(measured.get("tasks") or {})
         task = {**empty_figures(), **tasks.get(task_id, {})}
@@ -46,7 +53,12 @@ def add_measured_call(
         tasks[task_id] = task
         measured["tasks"] = tasks
         run.measured_usage = measured
-        run.save(update_fields=["measured_usage"])
+        fields = ["measured_usage"]
+        notes = [note for note in _task_notes(run, task_id, task) if note not in run.budget_notes]
+        if notes:
+            run.over_budget, run.budget_notes = True, [*run.budget_notes, *notes]
+            fields += ["over_budget", "budget_notes"]
+        run.save(update_fields=fields)
     return measured
 
 
@@ -80,16 +92,20 @@ def spent_budget(run: Run, task_id: str) -> str:
 
 def measured_budget_notes(run: Run) -> list[str]:
     """Budget notes for the tasks whose measured calls went past a per-task budget."""
+    tasks = (run.measured_usage or {}).get("tasks") or {}
+    return [note for task_id in sorted(tasks) for note in _task_notes(run, task_id, tasks[task_id])]
+
+
+def _task_notes(run: Run, task_id: str, figures: Mapping[str, Any]) -> list[str]:
     budgets = contract_budgets(run.contract_version.contract)
     notes = []
-    for task_id, figures in sorted(((run.measured_usage or {}).get("tasks") or {}).items()):
-        for key in METERED_BUDGETS:
-            limit = budgets.get(key)
-            if limit is not None and measured_figure(figures, key) > limit:
-                notes.append(
-                    f"task {task_id} measured {_number(measured_figure(figures, key))} "
-                    f"{UNITS[key]} of model calls, over the budget of {_number(limit)} per task"
-                )
+    for key in METERED_BUDGETS:
+        limit = budgets.get(key)
+        if limit is not None and measured_figure(figures, key) > limit:
+            notes.append(
+                f"task {task_id} measured {_number(measured_figure(figures, key))} "
+                f"{UNITS[key]} of model calls, over the budget of {_number(limit)} per task"
+            )
     return notes
 
 
