@@ -38,6 +38,7 @@ MODULES = (
     "workspaces_docker",
     "pass_at_k",
     "evaluations",
+    "gateway",
 )
 
 

@@ -40,6 +40,8 @@ def messages(request: HttpRequest, secret: str) -> HttpResponse:
 
 
 def _call(request: HttpRequest, secret: str, api: str) -> HttpResponse:
+    # A call's latency counts all of the gateway's own work, from here.
+    started = time.monotonic()
     try:
         if request.method != "POST":
             raise GatewayRefusal(405, "method_not_allowed", "POST a JSON body to this URL.")
@@ -53,7 +55,7 @@ def _call(request: HttpRequest, secret: str, api: str) -> HttpResponse:
             model=body["model"][:200],
             stream=body.get("stream") is True,
             key_source=key_source,
-            started=time.monotonic(),
+            started=started,
         )
         services.call_admit(
             target, api=api, model=record.model, stream=record.stream, key_source=key_source
