@@ -11,6 +11,9 @@ model endpoint. Then, alternating call by call so that both see the same machine
   Target: <= 5 ms. Beside it, the ratio of the two medians.
 * a streamed chat completion: the time until the first chunk of the body arrives, through
   the gateway and direct. Figure: the added time to first streamed byte (medians).
+* anchor: the site's floor, a POST to the CUBE endpoint that is answered before any database
+  work, over the same kept-alive connection: what any endpoint of `make run`'s development
+  server costs, which the gateway's figure includes.
 
 Every gateway call is metered for real: looked up by its secret, held to the task's budget,
 forwarded, recorded as a ModelCall and added to the run's measured usage; the run's measured
@@ -79,6 +82,17 @@ def timed_first_byte(client: httpx.Client, url: str) -> float:
     return elapsed * 1000
 
 
+def timed_probe(client: httpx.Client, url: str) -> float:
+    """The site's floor: a POST the CUBE endpoint answers (-32600) before any database work,
+    through the same web server and kept-alive connection as the gateway's calls."""
+    started = time.perf_counter()
+    answer = client.post(url, json={})
+    elapsed = time.perf_counter() - started
+    if answer.json()["error"]["code"] != -32600:
+        raise RuntimeError(f"the probe was answered {answer.text}")
+    return elapsed * 1000
+
+
 def alternate(
     measure: Callable[[httpx.Client, str], float],
     gateway: tuple[httpx.Client, str],
@@ -113,7 +127,9 @@ def run(*, smoke: bool = False) -> list[Figure]:
                 straight = (direct, f"{standin.base_url}/chat/completions")
                 call_through, call_direct = alternate(timed_call, gateway, straight, calls)
                 byte_through, byte_direct = alternate(timed_first_byte, gateway, straight, calls)
-            made = 2 * (calls + WARM_UP_CALLS)
+                probe = (via, f"{site.url}/cube/runs/{'x' * 43}")
+                floor, _ = alternate(timed_probe, probe, straight, calls)
+            made = 2 * (calls + WARM_UP_CALLS)  # the probes are no model calls
             recorded = json.loads(site.manage("shell", "-c", RECORDED).stdout.splitlines()[-1])
     if recorded["calls"] != made:
         raise RuntimeError(f"the run measured {recorded['calls']} calls, {made} were made")
@@ -147,6 +163,20 @@ def run(*, smoke: bool = False) -> list[Figure]:
             "ms",
             note=f"medians {median(byte_through):.2f} ms through, "
             f"{median(byte_direct):.2f} ms direct",
+            signed=True,
+        ),
+        Figure(
+            WORKLOAD,
+            "anchor: the site's floor, a POST answered before any database work (p50)",
+            median(floor),
+            "ms",
+            note="the web server `make run` starts, on the gateway's kept-alive connection",
+        ),
+        Figure(
+            WORKLOAD,
+            "diagnosis: added time per call over the site's floor (p50)",
+            added - median(floor),
+            "ms",
             signed=True,
         ),
         Figure(

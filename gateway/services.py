@@ -129,16 +129,19 @@ def call_target(endpoint: ModelEndpoint, task_id: str) -> CallTarget:
         raise GatewayRefusal(
             400, "missing_task", "Name the task of this call in the X-SecureBench-Task header."
         )
-    if not Task.objects.filter(
-        contract_version_id=run.contract_version_id, task_id=task_id
-    ).exists():
+    episode = None
+    if getattr(run, "episode_run", None) is not None:
+        episode = (
+            Episode.objects.filter(
+                episode_run__run=run, task__task_id=task_id, status=EpisodeStatus.OPEN
+            )
+            .order_by("-attempt")
+            .first()
+        )
+    # An open episode's task is one of the run's; otherwise the name is checked.
+    tasks = Task.objects.filter(contract_version_id=run.contract_version_id)
+    if episode is None and not tasks.filter(task_id=task_id).exists():
         raise GatewayRefusal(400, "unknown_task", f"The run has no task {task_id[:200]!r}.")
-    episode = (
-        Episode.objects.select_related("task")
-        .filter(episode_run__run=run, task__task_id=task_id, status=EpisodeStatus.OPEN)
-        .order_by("-attempt")
-        .first()
-    )
     return CallTarget(run=run, task_id=task_id, episode=episode)
 
 
