@@ -9,7 +9,6 @@ key it chose to bring, which is used for this call only and never logged or stor
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from functools import cache
 from typing import Any
@@ -119,10 +118,3 @@ def send(api: str, body: dict[str, Any], key: str) -> httpx.Response:
         timeout=provider_timeout(),
     )
     return client.send(request, stream=True)
-
-
-def relayed_chunks(response: httpx.Response, reader: EventReader) -> Iterator[bytes]:
-    """The provider's bytes as they arrive, each one read for usage on its way through."""
-    for chunk in response.iter_raw():
-        reader.feed(chunk)
-        yield chunk

@@ -301,18 +301,35 @@ def _answered(record: CallRecord, response: httpx.Response, content: bytes) -> R
 
 def _streamed(record: CallRecord, response: httpx.Response) -> Iterator[bytes]:
     reader = provider.EventReader()
+    chunks = response.iter_raw()
     first_byte: float | None = None
     status, note = CallStatus.OK, ""
     try:
-        for chunk in provider.relayed_chunks(response, reader):
+        for chunk in chunks:
+            reader.feed(chunk)
             first_byte = first_byte or time.monotonic()
             yield chunk
+    except GeneratorExit:
+        # The agent hung up mid-stream. The provider's answer is still read to its end so
+        # that its usage is counted: hanging up before the last chunk (which carries the
+        # usage) must not be a way around the budget.
+        status, note = _drained(chunks, reader)
+        raise
     except httpx.HTTPError as exc:
         status, note = CallStatus.ERROR, f"the provider's stream broke off ({_kind(exc)})"
     finally:
         response.close()
         reader.feed(b"\n")
         record.save(status, http_status=200, usage=reader.usage, first_byte=first_byte, note=note)
+
+
+def _drained(chunks: Iterator[bytes], reader: provider.EventReader) -> tuple[str, str]:
+    try:
+        for chunk in chunks:
+            reader.feed(chunk)
+    except httpx.HTTPError as exc:
+        return CallStatus.ERROR, f"the provider's stream broke off ({_kind(exc)})"
+    return CallStatus.OK, "the agent hung up before the end; the whole answer is counted"
 
 
 def _provider_failed(record: CallRecord, why: str) -> NoReturn:

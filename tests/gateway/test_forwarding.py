@@ -4,6 +4,7 @@ only to the configured provider, provider faults never the agent's, streams as t
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 from django.test import Client
@@ -12,6 +13,7 @@ from bench import standin as stand
 from bench.standin import StandinProvider
 from episodes.models import EpisodeRun
 from episodes.services import episode_run_revoke
+from gateway import services
 from gateway.models import CallStatus, ModelCall
 from gateway.services import endpoint_revoke
 from runs.models import Run
@@ -234,3 +236,24 @@ def test_no_endpoint_is_issued_without_a_provider(make_pack, settings):
     )
     assert answer.status_code == 201 and "model_endpoint_url" not in answer.json()
     assert json.loads(answer.content)["benchmark_url"]
+
+
+def test_an_agent_that_hangs_up_mid_stream_is_still_charged_the_whole_answer(opened, standin):
+    standin.state.mode = "hold"
+    endpoint = services.endpoint_by_secret(opened.endpoint.split("/")[2])
+    record = services.CallRecord(
+        target=services.call_target(endpoint, "q1"),
+        api="chat_completions",
+        model=stand.MODEL,
+        stream=True,
+        key_source=services.OPERATOR_KEY,
+        started=time.monotonic(),
+    )
+    relay = services.call_forward(record, {"model": stand.MODEL, "stream": True}, "key")
+    assert relay.chunks is not None and b"Hello" in next(relay.chunks)
+    standin.state.release.set()  # the provider goes on; the agent does not read it
+    relay.chunks.close()  # the agent hangs up: the server closes the answer's iterator
+    call = ModelCall.objects.get()
+    assert call.status == CallStatus.OK and "hung up" in call.note
+    assert (call.input_tokens, call.output_tokens) == (stand.INPUT_TOKENS, stand.OUTPUT_TOKENS)
+    assert Run.objects.get(pk=opened.run_id).measured_usage["calls"] == 1
