@@ -39,6 +39,7 @@ MODULES = (
     "pass_at_k",
     "evaluations",
     "boards",
+    "gateway",
 )
 
 

@@ -246,7 +246,9 @@ class RunListCreateApi(RunApiView):
             201: OpenApiResponse(
                 RunCreatedOutput,
                 description="The run. With mode=episodes it is open at once, served as a CUBE "
-                "benchmark: benchmark_url (shown this once, never stored) and expires_at.",
+                "benchmark: benchmark_url (shown this once, never stored) and expires_at. "
+                "Either mode carries model_endpoint_url, the run's metered model gateway "
+                "(shown this once, never stored).",
             ),
             400: OpenApiResponse(description='Field errors, e.g. {"pack": [...]}'),
             403: OpenApiResponse(description="Not signed in, or no runs.add_run permission."),
@@ -274,8 +276,10 @@ class RunListCreateApi(RunApiView):
             source=RunSource.API,
             user=request.user,
         )
+        extras = modes.run_opened_extras(run, request.build_absolute_uri("/"))
         run = _runs(request).get(pk=run.pk)
-        return Response(RunOutput(run, context={"request": request}).data, status=201)
+        body = {**RunOutput(run, context={"request": request}).data, **extras}
+        return _no_store(Response(body, status=201)) if extras else Response(body, status=201)
 
 
 def _open_episode_run(
@@ -296,8 +300,12 @@ def _open_episode_run(
     body = dict(RunOutput(run, context={"request": request}).data)
     body["benchmark_url"] = opened.extra["benchmark_url"]
     body["expires_at"] = serializers.DateTimeField().to_representation(opened.extra["expires_at"])
-    response = Response(body, status=201)
-    # The answer holds the run's credential: no cache along the way may keep it.
+    body.update(modes.run_opened_extras(opened.run, request.build_absolute_uri("/")))
+    return _no_store(Response(body, status=201))
+
+
+def _no_store(response: Response) -> Response:
+    # The answer holds the run's credentials: no cache along the way may keep it.
     response["Cache-Control"] = "no-store"
     return response
 

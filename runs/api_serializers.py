@@ -218,6 +218,12 @@ class RunCreatedOutput(RunOutput):
     expires_at = serializers.DateTimeField(
         required=False, help_text="mode=episodes only: when the benchmark URL stops working."
     )
+    model_endpoint_url = serializers.URLField(
+        required=False,
+        help_text="The run's metered model gateway (OpenAI-compatible: append "
+        "/chat/completions), when the site runs one. It holds a credential of its own, is "
+        "shown in this answer only and is never stored: keep it private.",
+    )
 
 
 class CountsOutput(serializers.Serializer):

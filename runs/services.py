@@ -36,6 +36,7 @@ from runs.bundle import (
 )
 from runs.candidates import stored_files
 from runs.evaluators import Evaluator, EvaluatorNotAllowed, evaluator_choose, evaluator_get
+from runs.metering import measured_budget_notes
 from runs.models import (
     Candidate,
     CandidateOrigin,
@@ -475,7 +476,9 @@ def _candidate_row(
 
 def run_apply_budgets(run: Run, *, extra_notes: Iterable[str] = ()) -> None:
     """Hold the run's usage to the contract's budgets; notes found elsewhere (a live episode
-    truncated at its budget) are added to the ones the usage gives."""
+    truncated at its budget, the gateway's measured calls) are added to the ones the usage
+    gives."""
+    extra_notes = [*extra_notes, *measured_budget_notes(run)]
     budgets = contract_budgets(run.contract_version.contract)
     rows = Candidate.objects.filter(run=run).exclude(usage={})
     # Each sample is an attempt of its own, held to the per-task budget; the run's total
