@@ -37,6 +37,9 @@ class DeadWorkerOutcome:
     janitor_log: list[str]  # the rescuer's log lines about removed orphans
     status: str
     attempts: int
+    # Containers of this test once the rescuer has shut down: its warm pool may hold idle
+    # ones while it runs (a live worker's stock, not a leak), and drains them on shutdown.
+    left_after_shutdown: list[str]
 
     @property
     def removed_by_janitor(self) -> bool:
@@ -76,10 +79,13 @@ def dead_worker_scenario(workers: WorkerPool, docker_run: DockerRun) -> DeadWork
     )
     wait_for(lambda: Evaluation.objects.get(pk=evaluation.pk).is_done, 120, "the result to finish")
     result.refresh_from_db()
+    janitor_log = [line for line in rescuer.output().splitlines() if JANITOR_MESSAGE in line]
+    rescuer.shut_down()
     return DeadWorkerOutcome(
         orphans=orphans,
         status_at_kill=status_at_kill,
-        janitor_log=[line for line in rescuer.output().splitlines() if JANITOR_MESSAGE in line],
+        janitor_log=janitor_log,
         status=result.status,
         attempts=result.attempts,
+        left_after_shutdown=[container.id for container in docker_run.containers()],
     )

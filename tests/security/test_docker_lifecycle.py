@@ -207,4 +207,4 @@ def test_the_workers_beat_removes_sandboxes_of_a_dead_worker(docker_run: Any, wo
     assert outcome.status_at_kill == "running", outcome
     assert outcome.removed_by_janitor, (outcome.orphans, outcome.janitor_log)
     assert (outcome.status, outcome.attempts) == ("passed", 2), outcome
-    assert docker_run.containers() == []
+    assert outcome.left_after_shutdown == [], outcome
