@@ -333,6 +333,15 @@ def errors_label(evaluation) -> str:
     return "the evaluation's or ours, never the agent's" if program else "ours, not the agent's"
 
 
+@register.simple_tag
+def errors_policy(evaluation) -> str:
+    """What the evaluation's scorer does with errors of ours, in one sentence."""
+    try:
+        return evaluator_get(evaluation.evaluator).errors_words
+    except UnknownEvaluator:
+        return ""
+
+
 @register.filter
 def result_metrics(result) -> SafeString:
     """An uploaded evaluation's metrics for one result, as in "accuracy 0.44 · coverage
