@@ -46,6 +46,7 @@ def import_version(folder: Path, pack_id: str, tasks: int) -> object:
 
 def seed_runs(version: object, count: int, seed: int) -> None:
     """``count`` done agent runs with realistic cost figures, measured or reported."""
+    from runs.evaluators import DEFAULT_EVALUATOR  # noqa: PLC0415 - Django app loading: after django_setup()
     from runs.models import Evaluation, EvaluationStatus, Run, RunSource  # noqa: PLC0415 - Django app loading: after django_setup()
 
     rng = random.Random(seed)
@@ -72,7 +73,7 @@ def seed_runs(version: object, count: int, seed: int) -> None:
             Evaluation(
                 run=run,
                 number=1,
-                evaluator="securebench@1",
+                evaluator=DEFAULT_EVALUATOR,  # the scorer the board shows by default
                 status=EvaluationStatus.DONE,
                 started_at=now,
                 finished_at=now,

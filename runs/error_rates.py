@@ -108,8 +108,12 @@ def error_rates_since(
 
 def evaluation_error_rates(evaluation: Evaluation) -> dict[str, list[ErrorRate]]:
     """Where one evaluation's errors happened (worker host, sandbox backend, reason); empty
-    when none of its results errored, so a clean run's page shows no table."""
-    if not evaluation.results.filter(status=ResultStatus.ERROR).exists():
+    when none of its results errored, so a clean run's page shows no table. A done
+    evaluation's summary already counts its errors: no query for a clean one."""
+    if evaluation.is_done:
+        if not evaluation.errored:
+            return {}
+    elif not evaluation.results.filter(status=ResultStatus.ERROR).exists():
         return {}
     results = evaluation.results.all()
     return {d: error_rates(results, d) for d in ("reason", "worker", "backend")}
