@@ -542,6 +542,7 @@ LEADERBOARD_FIELDS = (
     "failed",
     "total",
     "pending",
+    "errored",
     "finished_at",
     "family_summary",
     # How an uploaded evaluation's interval was found, for the row's hover.

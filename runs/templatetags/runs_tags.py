@@ -106,6 +106,7 @@ def board_score(row, metric: str) -> SafeString:
     )
 
 
+ERRORED_TITLE = "errors of ours, not the agent's: not judged, and left out of this count"
 NO_VERIFIER_TITLE = "their family has no verifier yet: left out of the score, not failed"
 
 
@@ -137,25 +138,32 @@ def score_cell(
 
 
 @register.simple_tag
-def passed_total(passed: object, total: object, pending: object = 0) -> SafeString:
-    """Passed out of the results that were scored, as in "2 / 3"; results of a family with no
-    verifier are counted apart ("2 / 3 · 1 no verifier"), never as failures."""
-    scored = _count(total) - _count(pending)
+def passed_total(
+    passed: object, total: object, pending: object = 0, errored: object = 0
+) -> SafeString:
+    """Passed out of the results that were judged, as in "2 / 3"; results of a family with no
+    verifier and errors of ours are counted apart ("2 / 3 · 1 errored"), never as failures."""
     if no_verifier_only(total, pending):
         return format_html(
             '<span class="muted" title="{}">{} no verifier</span>',
             NO_VERIFIER_TITLE,
             intcomma(_count(pending)),
         )
-    text = format_html("{} / {}", intcomma(_count(passed)), intcomma(scored))
-    if not _count(pending):
-        return text
-    return format_html(
-        '{} <span class="muted small" title="{}">· {} no verifier</span>',
-        text,
-        NO_VERIFIER_TITLE,
-        intcomma(_count(pending)),
-    )
+    judged = _count(total) - _count(pending) - _count(errored)
+    text = format_html("{} / {}", intcomma(_count(passed)), intcomma(judged))
+    for count, words, title in (
+        (_count(errored), "errored", ERRORED_TITLE),
+        (_count(pending), "no verifier", NO_VERIFIER_TITLE),
+    ):
+        if count:
+            text = format_html(
+                '{} <span class="muted small" title="{}">· {} {}</span>',
+                text,
+                title,
+                intcomma(count),
+                words,
+            )
+    return text
 
 
 # On a score column's heading: the bracket after every score, explained once.

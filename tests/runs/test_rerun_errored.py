@@ -66,6 +66,21 @@ def test_the_error_is_left_out_of_the_score_and_the_run_is_incomplete(make_pack,
     assert "Errors of ours are left out" in page
 
 
+def test_the_board_counts_the_error_apart_from_the_judged_and_states_its_policy(make_pack, client):
+    cv = version(make_pack, "board-errs", 3)
+    run = errored_run(cv)
+    client.force_login(make_user("someone", "viewer"))
+
+    page = client.get(reverse("runs:leaderboard", args=[cv.pack.pack_id, cv.version]))
+
+    row = page.content.decode().split(f"Run #{run.pk}")[0].rsplit("<tr", 1)[1]
+    # One passed of the two judged, in the family's column and the run's: the error is
+    # listed apart, not as a failure.
+    assert row.count("1 / 2") == 2 and "1 / 3" not in row, row
+    assert row.count("· 1 errored") == 2 and 'data-testid="incomplete"' in row
+    assert "Errors of ours are left out" in page.content.decode()
+
+
 def test_the_api_re_runs_only_what_errored_and_carries_the_rest_over(make_pack):
     run = errored_run(version(make_pack, "api-errs", 3))
     api = api_client(make_user("reviewer", "reviewer"))
