@@ -13,7 +13,7 @@ from runs.pipeline import evaluation_dispatch, results_claim, score_results
 from runs.services import RunMetadata, run_add_candidates, run_create, run_submit
 from runs.state import Phase, run_state
 from tests.conftest import make_user
-from tests.runs.test_evaluators import version
+from tests.runs.test_evaluators import api_client, version
 
 pytestmark = pytest.mark.django_db
 
@@ -96,3 +96,29 @@ def test_only_the_owner_or_an_admin_may_and_a_reason_is_required(make_pack, clie
     run.refresh_from_db()
     assert run.control == RunControl.PAUSED and AuditEvent.objects.get().username == "root"
     assert not run.evaluations.get().results.exclude(status=ResultStatus.QUEUED).exists()
+
+
+def test_a_harness_pauses_and_cancels_through_the_api_and_others_are_refused(make_pack, owner):
+    run = submitted(version(make_pack, "api-control", 2), owner)
+    url = f"/api/v1/runs/{run.pk}/control/"
+    stranger = api_client(make_user("stranger", "submitter")).post(
+        url, {"action": "pause", "reason": "mine now"}, "json"
+    )
+    api = api_client(owner)
+
+    paused = api.post(url, {"action": "pause", "reason": "rate limited"}, "json")
+    no_reason = api.post(url, {"action": "resume", "reason": ""}, "json")
+    unknown = api.post(url, {"action": "restart", "reason": "why not"}, "json")
+    cancelled = api.post(url, {"action": "cancel", "reason": "wrong model"}, "json")
+    after = api.post(url, {"action": "resume", "reason": "oops"}, "json")
+
+    assert stranger.status_code == 403
+    assert paused.status_code == 200, paused.json()
+    assert paused.json() == {"run": run.pk, "control": "paused", "reason": "rate limited"}
+    assert (no_reason.status_code, unknown.status_code) == (400, 400)
+    assert cancelled.json()["control"] == "cancelled"
+    assert after.status_code == 400 and "stays cancelled" in after.json()["detail"]
+    state = api.get(f"/api/v1/runs/{run.pk}/").json()["state"]
+    assert (state["judged"], state["incomplete"]) == (0, True)
+    actions = list(AuditEvent.objects.order_by("id").values_list("action", "username"))
+    assert actions == [("run_paused", "owner"), ("run_cancelled", "owner")]
