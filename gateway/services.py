@@ -31,7 +31,7 @@ from gateway import provider
 from gateway.models import CallStatus, ModelCall, ModelEndpoint
 from gateway.prices import call_usd
 from packs.models import Task
-from runs.metering import add_measured_call, run_mark_over_budget, spent_budget
+from runs.metering import add_measured_call, run_mark_refused, spent_budget
 from runs.models import Run
 
 logger = logging.getLogger(__name__)
@@ -167,7 +167,7 @@ def call_admit(target: CallTarget, *, api: str, model: str, stream: bool, key_so
     )
     if target.episode is not None:
         episode_finish(target.episode, ending=EpisodeStatus.TRUNCATED, note=crossed)
-    run_mark_over_budget(run.pk, f"model calls refused: {crossed}")
+    run_mark_refused(run.pk, crossed)
     raise GatewayRefusal(
         402,
         "budget_exceeded",

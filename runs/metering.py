@@ -18,6 +18,9 @@ from runs.models import Run
 
 # The budgets a model call spends; steps and wall time are measured elsewhere (episodes).
 METERED_BUDGETS = ("tokens", "usd")
+# How the note of a refused call begins: a task spent exactly to its budget is not over it,
+# yet its refused call put the run over budget, which recomputing the notes must keep.
+REFUSED_NOTE = "model calls refused: "
 
 
 def empty_figures() -> dict[str, Any]:
@@ -91,9 +94,14 @@ def spent_budget(run: Run, task_id: str) -> str:
 
 
 def measured_budget_notes(run: Run) -> list[str]:
-    """Budget notes for the tasks whose measured calls went past a per-task budget."""
+    """Budget notes for the tasks whose measured calls went past a per-task budget, and the
+    notes of calls the gateway refused."""
     tasks = (run.measured_usage or {}).get("tasks") or {}
-    return [note for task_id in sorted(tasks) for note in _task_notes(run, task_id, tasks[task_id])]
+    refused = [note for note in run.budget_notes or [] if note.startswith(REFUSED_NOTE)]
+    return [
+        *(note for task_id in sorted(tasks) for note in _task_notes(run, task_id, tasks[task_id])),
+        *refused,
+    ]
 
 
 def _task_notes(run: Run, task_id: str, figures: Mapping[str, Any]) -> list[str]:
@@ -109,8 +117,10 @@ def _task_notes(run: Run, task_id: str, figures: Mapping[str, Any]) -> list[str]
     return notes
 
 
-def run_mark_over_budget(run_id: int, note: str) -> None:
-    """The run lists apart as over budget from now on (boards rank only runs within it)."""
+def run_mark_refused(run_id: int, why: str) -> None:
+    """A model call was refused for a spent budget: the run lists apart as over budget from
+    now on (boards rank only runs within it)."""
+    note = REFUSED_NOTE + why
     with transaction.atomic():
         run = Run.objects.select_for_update().get(pk=run_id)
         notes = list(run.budget_notes or [])

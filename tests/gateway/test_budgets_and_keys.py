@@ -120,3 +120,26 @@ def test_dollars_bind_like_tokens(make_pack, gateway_settings, standin):
     run = Run.objects.get(pk=opened.run_id)
     assert run.over_budget
     assert run.measured_usage["usd"] == pytest.approx(2 * per_call)
+
+
+def test_a_run_refused_exactly_at_its_budget_stays_over_budget_once_submitted(
+    make_pack, gateway_settings, standin
+):
+    budget_version(make_pack, {"tokens": 2 * CALL_TOKENS})  # two calls spend it exactly
+    api = api_for(harness_user())
+    opened = open_run(api, mode="bundle")
+    assert [chat(opened.endpoint).status_code for _ in range(3)] == [200, 200, 402]
+    candidate = {"task_id": "q1", "candidate": {"kind": "text", "text": "B"}}
+    added = api.post(
+        f"/api/v1/runs/{opened.run_id}/candidates/", {"candidates": [candidate]}, "json"
+    )
+    assert added.status_code == 200, added.json()
+
+    submitted = api.post(f"/api/v1/runs/{opened.run_id}/submit/")
+
+    # Spent to the token, never past it: the refusal is what put the run over its budget,
+    # and submitting (which recomputes the budget notes) must not forget it.
+    assert submitted.status_code == 202, submitted.json()
+    assert submitted.json()["over_budget"] is True
+    run = Run.objects.get(pk=opened.run_id)
+    assert run.over_budget and any("refused" in note for note in run.budget_notes)
