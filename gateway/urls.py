@@ -1,6 +1,6 @@
-from django.urls import re_path
+from django.urls import path, re_path
 
-from gateway import views
+from gateway import run_calls, views
 
 app_name = "gateway"
 
@@ -13,4 +13,5 @@ urlpatterns = [
         name="chat-completions",
     ),
     re_path(r"^gateway/(?P<secret>[^/]+)/v1/messages/?$", views.messages, name="messages"),
+    path("runs/<int:run_id>/model-calls/", run_calls.run_calls_view, name="run-calls"),
 ]
