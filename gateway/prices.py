@@ -32,19 +32,32 @@ def price_table_path() -> Path:
 
 
 @cache
-def price_table() -> dict[str, Any]:
+def price_table() -> dict[str, Price]:
+    """Every priced model of the file, read once per process. Only the two figures of each
+    entry are kept: the file is several megabytes of JSON, and a web process that held all
+    of it would carry it through every garbage collection."""
     with price_table_path().open(encoding="utf-8") as handle:
-        return json.load(handle)
+        entries = json.load(handle)
+    return {
+        model: price
+        for model, entry in entries.items()
+        if (price := entry_price(entry)) is not None
+    }
 
 
-def model_price(model: str) -> Price | None:
-    entry = price_table().get(model)
+def entry_price(entry: Any) -> Price | None:
     if not isinstance(entry, dict):
         return None
     cost_in, cost_out = entry.get("input_cost_per_token"), entry.get("output_cost_per_token")
-    if not all(isinstance(cost, int | float) for cost in (cost_in, cost_out)):
+    if not all(
+        isinstance(cost, int | float) and not isinstance(cost, bool) for cost in (cost_in, cost_out)
+    ):
         return None
     return Price(float(cost_in), float(cost_out))
+
+
+def model_price(model: str) -> Price | None:
+    return price_table().get(model)
 
 
 def call_usd(models: list[str], input_tokens: int, output_tokens: int) -> float | None:
