@@ -72,7 +72,30 @@ def _needs_database(item: pytest.Item) -> bool:
     return item.get_closest_marker("django_db") is not None or bool(names & DATABASE_FIXTURES)
 
 
+# The slowest files (minutes each, by CI's --durations), scheduled first: pytest-xdist hands
+# out files in collection order, and one of these started last would leave the other
+# processes idle while it ran on alone.
+SLOWEST_FIRST = (
+    "test_bench_smoke.py",
+    "test_reference_packs.py",
+    "test_live_episodes.py",
+    "test_infrastructure_journey.py",
+    "test_episode_attacks.py",
+    "test_make_run_stop.py",
+    "test_readme_commands.py",
+    "test_docs_commands.py",
+    "test_narrow_screens.py",
+    "test_repeat_check.py",
+)
+
+
+def _schedule_rank(item: pytest.Item) -> int:
+    name = item.path.name
+    return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+
+
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    items.sort(key=_schedule_rank)  # stable: the rest keep their order
     tests_root = Path(__file__).resolve().parent
     for item in items:
         relative = item.path.resolve().relative_to(tests_root)
