@@ -81,6 +81,10 @@ START_WORKER = set -m; \
 # and browsers, so two processes gain even on two cores. TEST_WORKERS=0 runs it in one.
 TEST_WORKERS ?= 2
 test: venv system-test
+	@# The suite starts hundreds of Python processes (sites, workers, commands); with
+	@# PYTHONDONTWRITEBYTECODE set (as on many CI machines) each would compile the project's
+	@# modules again. Compiled once here, they are read by all (a stale file is recompiled).
+	@$(VPY) -m compileall -q -x '(^|/)(\.venv|examples|var)/' . >/dev/null 2>&1 || true
 	$(VPY) -m pytest $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) $(PYTEST_ARGS)
 
 # Issue 6's benchmarks (bench/): each workload prints its figures, then one table for
