@@ -7,12 +7,12 @@ from html import escape
 from typing import Any
 
 from django import template
-from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
 
 from runs.cost_axes import format_cost
 from runs.cost_chart import CostChart, CostPoint
+from runs.run_paths import run_path
 from runs.task_costs import task_cost
 
 register = template.Library()
@@ -70,6 +70,12 @@ def point_svg(point: CostPoint, metric: str) -> str:
     )
 
 
+@register.filter(name="run_path")
+def run_path_filter(run_id: int) -> str:
+    """A run page's path (runs.run_paths): ``{{ run.pk|run_path }}``."""
+    return run_path(run_id)
+
+
 @register.simple_tag
 def cost_cells(row: Any) -> SafeString:
     """A leaderboard row's cost and frontier cells (its point on the chart, ``row.cost``)."""
@@ -89,7 +95,7 @@ def cost_cells(row: Any) -> SafeString:
     elif point is not None and point.dominated_by is not None:
         where = format_html(
             '<td><span class="muted small">dominated by <a href="{}">run #{}</a></span></td>',
-            reverse("runs:detail", args=[point.dominated_by.run_id]),
+            run_path(point.dominated_by.run_id),
             point.dominated_by.run_id,
         )
     else:
