@@ -15,6 +15,7 @@ urlpatterns = [
     path("evaluations/", include("evaluations.urls")),
     path("", include("runs.urls")),
     path("", include("episodes.urls")),
+    path("", include("gateway.urls")),
     path("", include("pack_health.urls")),
     path("", include("operations.urls")),
     path("api/v1/", include("packs.api_urls")),

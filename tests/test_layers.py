@@ -26,6 +26,7 @@ PACKAGES = (
     "securebench_site",
     "dashboard",
     "operations",
+    "gateway",
     "episodes",
     "pack_health",
     "runs",

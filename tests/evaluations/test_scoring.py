@@ -269,3 +269,44 @@ def test_a_run_scope_programs_failure_is_the_evaluations_and_its_log_is_privileg
     log = client.get(panel)
     assert log.status_code == 200 and "sealed-label-5c1e" in log.content.decode()
     assert AuditEvent.objects.filter(object_type="evaluation", object_id=evaluation.pk).count() == 1
+
+
+def score_with_a_lost_worker(evaluation: Evaluation, lost_task: str) -> Evaluation:
+    """Score every result but ``lost_task``'s, whose worker claimed it and vanished for good
+    (the reaper gives up on it: an error of ours, retries_exhausted)."""
+    from datetime import timedelta  # noqa: PLC0415 - only this scenario needs it
+
+    from django.utils import timezone  # noqa: PLC0415 - only this scenario needs it
+
+    results = TaskResult.objects.filter(evaluation=evaluation)
+    lost = results.get(task__task_id=lost_task).pk
+    assert pipeline.results_claim([lost], worker="ghost").results
+    for pk in results.exclude(pk=lost).values_list("pk", flat=True):
+        pipeline.score_results([pk], worker="test")
+    pipeline.leases_reap(now=timezone.now() + timedelta(hours=1))
+    evaluation.refresh_from_db()
+    return evaluation
+
+
+def test_an_error_of_ours_is_left_out_unless_the_declaration_says_errors_fail(
+    tmp_path, version, settings, monkeypatch, sandbox_image_env
+):
+    settings.SECUREBENCH_MAX_ATTEMPTS = 1
+    monkeypatch.setenv("SECUREBENCH_SANDBOX", "bwrap")  # one backend: the policy is not its
+    monkeypatch.setattr(pipeline, "_worker_sandbox", None)
+    store(tmp_path, "excluding", TASK_PROGRAM)
+    store(tmp_path, "failing", TASK_PROGRAM, version=2, errors="fail")
+    run = submit(version).run
+
+    # q1's answer is right; its worker is lost in both evaluations.
+    excluding = score_with_a_lost_worker(evaluation_create(run, evaluator="exact@1"), "q1")
+    failing = score_with_a_lost_worker(evaluation_create(run, evaluator="exact@2"), "q1")
+
+    judged = [t for t in ANSWERS if t != "q1"]
+    over_judged = sum(GIVEN[t] == ANSWERS[t] for t in judged) / len(judged)
+    assert excluding.is_done and excluding.errored == 1
+    assert excluding.metrics["accuracy"]["value"] == pytest.approx(over_judged, abs=1e-9)
+    # Declared ``errors: fail``: the lost task is the metric's worst value, over all four.
+    as_failed = sum(GIVEN[t] == ANSWERS[t] for t in judged) / len(ANSWERS)
+    assert failing.is_done and failing.errored == 1
+    assert failing.metrics["accuracy"]["value"] == pytest.approx(as_failed, abs=1e-9)
