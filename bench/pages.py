@@ -69,7 +69,6 @@ def add_done_runs(data_dir: Path, count: int) -> None:
     """``count`` submitted agent runs on the pack's version, each with a done evaluation."""
     django_setup(data_dir)
     from packs.models import ContractVersion  # noqa: PLC0415 - Django app loading: after django_setup()
-    from runs.evaluators import DEFAULT_EVALUATOR  # noqa: PLC0415 - Django app loading: after django_setup()
     from runs.models import Evaluation, EvaluationStatus, Run, RunSource  # noqa: PLC0415 - Django app loading: after django_setup()
 
     version = ContractVersion.objects.get(pack__pack_id=PACK_ID, version=1)
@@ -97,7 +96,7 @@ def add_done_runs(data_dir: Path, count: int) -> None:
             Evaluation(
                 run=run,
                 number=1,
-                evaluator=DEFAULT_EVALUATOR,
+                evaluator="securebench@1",
                 status=EvaluationStatus.DONE,
                 started_at=now,
                 finished_at=now,
@@ -126,7 +125,6 @@ def add_running_evaluations(data_dir: Path, count: int, tasks_each: int) -> None
     progress: ``tasks_each`` results spread over passed, failed, running and queued."""
     django_setup(data_dir)
     from packs.models import ContractVersion  # noqa: PLC0415 - Django app loading: after django_setup()
-    from runs.evaluators import DEFAULT_EVALUATOR  # noqa: PLC0415 - Django app loading: after django_setup()
     from runs.models import (  # noqa: PLC0415 - Django app loading: after django_setup()
         Evaluation,
         EvaluationStatus,
@@ -156,7 +154,7 @@ def add_running_evaluations(data_dir: Path, count: int, tasks_each: int) -> None
         Evaluation(
             run=run,
             number=1,
-            evaluator=DEFAULT_EVALUATOR,
+            evaluator="securebench@1",
             status=EvaluationStatus.RUNNING,
             started_at=now,
             total=len(tasks),

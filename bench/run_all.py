@@ -25,7 +25,7 @@ from bench.common import REPO_ROOT, Figure, machine, table
 
 # In the order of the issues' workloads (the Celery half of workload 3 runs with 6; 7 is
 # agents acting live, issue 11; 8 live workspaces, issue 12, on bwrap then Docker; 14
-# evaluation programs that authors bring, issue 33; 15 cost-accuracy boards, issue 34).
+# evaluation programs that authors bring, issue 33).
 MODULES = (
     "import_pack",
     "text_scoring",
@@ -38,8 +38,6 @@ MODULES = (
     "workspaces_docker",
     "pass_at_k",
     "evaluations",
-    "boards",
-    "gateway",
 )
 
 

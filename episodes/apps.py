@@ -9,14 +9,11 @@ class EpisodesConfig(AppConfig):
 
     def ready(self) -> None:
         # The run API opens an episode run through runs.modes; runs never imports us.
-        # A cancelled run's episodes close through runs.hooks, likewise.
-        from episodes import services  # noqa: PLC0415 - needs the app registry
+        from episodes.services import register_run_mode  # noqa: PLC0415 - needs the app registry
         from episodes.views import run_section  # noqa: PLC0415 - needs the app registry
-        from runs import hooks  # noqa: PLC0415 - needs the app registry
         from runs.models import RunMode  # noqa: PLC0415 - needs the app registry
         from runs.modes import register_run_section  # noqa: PLC0415 - needs the app registry
 
-        services.register_run_mode()
-        hooks.on_run_cancelled(services.on_run_cancelled)
+        register_run_mode()
         # The run page shows the episodes table inside its own (polled) answer.
         register_run_section(RunMode.EPISODES, run_section)

@@ -184,18 +184,6 @@ def episode_run_revoke(episode_run: EpisodeRun) -> None:
     episode_run_shutdown(episode_run.pk, reason="the run's URL was revoked")
 
 
-def on_run_cancelled(run_id: int, reason: str) -> None:
-    """A cancelled run (runs.control): its URL stops working and its episodes close, scored
-    as they stand, before the run's remaining open work is released."""
-    episode_run = EpisodeRun.objects.filter(run_id=run_id).first()
-    if episode_run is None:
-        return
-    EpisodeRun.objects.filter(pk=episode_run.pk, revoked_at__isnull=True).update(
-        revoked_at=timezone.now()
-    )
-    episode_run_shutdown(episode_run.pk, reason=f"the run was cancelled: {reason}"[:500])
-
-
 # --- spawning and shutting down ------------------------------------------------------------
 
 

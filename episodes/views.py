@@ -39,7 +39,6 @@ from runs import access, privileged
 from runs import selectors as run_selectors
 from runs.evaluators import scoring_problem
 from runs.models import AuditAction, Run, RunSource, TaskResult
-from runs.modes import run_opened_extras
 from runs.services import RunMetadata, draft_refusal
 from runs.state import one_moment, run_state
 
@@ -98,8 +97,6 @@ def episode_run_open_view(request: HttpRequest, pack_id: str, version: int) -> H
         "run": opened.run,
         "episode_run": opened.episode_run,
         "benchmark_url": request.build_absolute_uri(benchmark_path(opened.secret)),
-        # The layers above add theirs (the gateway's model endpoint URL), shown this once too.
-        **run_opened_extras(opened.run, request.build_absolute_uri("/")),
     }
     return render(request, "episodes/opened.html", context, status=201)
 

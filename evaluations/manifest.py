@@ -34,18 +34,12 @@ KEYS = (
     "program",
     "reads",
     "candidate_program",
-    "errors",
 )
 # The id is part of a key (``id@version``) that contracts name and URLs carry.
 ID_PATTERN = re.compile(r"\A[a-z0-9][a-z0-9._-]{0,62}\Z")
 METRIC_PATTERN = re.compile(r"\A[a-z][a-z0-9_@.-]{0,62}\Z")
 PACK_ID_PATTERN = re.compile(r"\A[A-Za-z0-9][A-Za-z0-9._-]{0,99}\Z")
 SCOPES = ("task", "run")
-# What an error of ours (a sandbox that broke, a program that crashed) does to the metrics:
-# left out, so the agent is judged on what was judged (the default), or counted as the
-# metric's worst value, which an evaluation must ask for in so many words.
-ERROR_POLICIES = ("exclude", "fail")
-DEFAULT_ERROR_POLICY = "exclude"
 # The site's own scorers (runs.evaluators) are evaluations of the same registry: an upload
 # may not take their names.
 BUILT_IN_NAMES = frozenset({"securebench", "securebench-pass-at-k"})
@@ -100,7 +94,6 @@ class EvaluationManifest:
     candidate_command: tuple[str, ...] | None
     candidate_command_file: str | None
     reply_timeout_seconds: float
-    errors: str  # ERROR_POLICIES: what an error of ours does to the metrics
     # The file as parsed: stored, shown on the evaluation's page, and part of its digest.
     canonical: dict[str, Any]
 
@@ -158,10 +151,6 @@ def manifest_problems(data: dict[str, Any]) -> list[FieldProblem]:
     problems += _string_list(data.get("reads", []), "reads")
     if "candidate_program" in data:
         problems += _candidate_program(data["candidate_program"], data.get("scope"))
-    if data.get("errors", DEFAULT_ERROR_POLICY) not in ERROR_POLICIES:
-        problems.append(
-            ("errors", "must be exclude (errors of ours are left out) or fail (counted as fails)")
-        )
     return problems
 
 
@@ -364,7 +353,6 @@ def _build(data: dict[str, Any]) -> EvaluationManifest:
         candidate_command=tuple(command) if command else None,
         candidate_command_file=candidate.get("command_file"),
         reply_timeout_seconds=float(candidate.get("reply_timeout_seconds", DEFAULT_REPLY_SECONDS)),
-        errors=data.get("errors", DEFAULT_ERROR_POLICY),
         canonical=data,
     )
 

@@ -8,7 +8,6 @@ in a process's memory.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from datetime import datetime
 
 from django.utils import timezone
 from prometheus_client import CollectorRegistry, generate_latest
@@ -17,10 +16,7 @@ from prometheus_client.registry import Collector
 
 from operations import selectors
 from operations.canary import canary_status
-from runs.error_rates import error_rates_since
 
-# Rows per dimension of the error-rate gauges: a label per run or worker must stay bounded.
-ERROR_RATE_ROWS = 50
 DURATION_BUCKETS = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0)
 PREFIX = "securebench"
 
@@ -58,7 +54,6 @@ class SiteCollector(Collector):
             value=selectors.expired_leases(now),
         )
         yield _results_by_status()
-        yield _error_rates(now)
         yield _durations()
         yield from _canary()
 
@@ -83,19 +78,6 @@ def _results_by_status() -> GaugeMetricFamily:
     )
     for status, reason, count in selectors.results_by_status_and_reason():
         family.add_metric([status, reason], count)
-    return family
-
-
-def _error_rates(now: datetime) -> GaugeMetricFamily:
-    family = GaugeMetricFamily(
-        f"{PREFIX}_error_rate",
-        "Share of the last 24 hours' final results that an error of ours left unjudged, by "
-        "dimension (run, contract_version, worker, backend, reason); only values with errors.",
-        labels=["dimension", "value"],
-    )
-    for dimension, rows in error_rates_since(now - selectors.REASON_WINDOW).items():
-        for row in rows[:ERROR_RATE_ROWS]:
-            family.add_metric([dimension, row.value], row.rate)
     return family
 
 

@@ -32,7 +32,6 @@ from django.views.decorators.vary import vary_on_headers
 from kombu.exceptions import KombuError
 
 from operations import access, canary, images, metrics, selectors
-from runs.error_rates import error_rates_since
 
 logger = logging.getLogger(__name__)
 
@@ -93,7 +92,6 @@ def overview(user: Any = None) -> dict[str, Any]:
         "workers_gone": gone,
         "reasons": reasons,
         "failure_totals": selectors.failure_totals(reasons),
-        "error_rates": error_rates_since(now - selectors.REASON_WINDOW),
         "longest": selectors.longest_evaluations(),
         "open_reports": selectors.open_health_reports(),
         "alive_seconds": settings.SECUREBENCH_WORKER_ALIVE_SECONDS,

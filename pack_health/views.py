@@ -27,7 +27,6 @@ from packs import selectors as pack_selectors
 from packs.models import ContractVersion, VersionState
 from packs.pagination import paginate
 from runs import privileged, rendering
-from runs.error_rates import runs_error_rates
 from runs.models import AuditAction
 from verifiers.pack_findings import CHECKS
 
@@ -109,7 +108,6 @@ def _page_context(
             "sealed_ids": selectors.findings_with_sealed_evidence(report),
             "runs": selectors.report_runs(report),
         }
-        context["error_rates"] = runs_error_rates([h.run_id for h in context["runs"]])
     context |= {
         "reports": cv.health_reports.order_by("-number")[:20],
         "publish_error": "",

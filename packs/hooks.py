@@ -55,3 +55,4 @@ def register_pack_panel(panel: PackPanel) -> None:
 
 def pack_panels(request: HttpRequest, pack: Pack) -> list[SafeString | str]:
     return [panel(request, pack) for panel in list(_pack_panels)]
+

@@ -99,16 +99,6 @@ def can_reevaluate(user: Any) -> bool:
     return pack_access.is_member(user) and user.has_perm(REEVALUATE)
 
 
-def can_rerun_errored(user: Any, run: Run) -> bool:
-    """Re-run what an error of ours left unjudged: the run's owner (it is their run that is
-    incomplete), a maintainer of its pack, or a reviewer (who may re-score any run)."""
-    return (
-        can_reevaluate(user)
-        or owns(user, run)
-        or (pack_access.is_member(user) and pack_access.maintains(user, run.contract_version.pack))
-    )
-
-
 def can_view_audit_log(user: Any) -> bool:
     return pack_access.is_member(user) and (user.is_superuser or user.has_perm(VIEW_AUDIT))
 

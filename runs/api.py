@@ -59,7 +59,6 @@ from runs.api_serializers import (
 from runs.bundle import BundleRejected, ParsedBundle, parse_bundle_file, parse_candidate_objects
 from runs.evaluators import EvaluatorNotAllowed
 from runs.models import AuditAction, Evaluation, ResultStatus, Run, RunMode, RunSource, TaskResult
-from runs.rerun import NothingToRerun, evaluation_rerun_errored
 from runs.services import (
     RunAlreadySubmitted,
     RunMetadata,
@@ -246,9 +245,7 @@ class RunListCreateApi(RunApiView):
             201: OpenApiResponse(
                 RunCreatedOutput,
                 description="The run. With mode=episodes it is open at once, served as a CUBE "
-                "benchmark: benchmark_url (shown this once, never stored) and expires_at. "
-                "Either mode carries model_endpoint_url, the run's metered model gateway "
-                "(shown this once, never stored).",
+                "benchmark: benchmark_url (shown this once, never stored) and expires_at.",
             ),
             400: OpenApiResponse(description='Field errors, e.g. {"pack": [...]}'),
             403: OpenApiResponse(description="Not signed in, or no runs.add_run permission."),
@@ -276,10 +273,8 @@ class RunListCreateApi(RunApiView):
             source=RunSource.API,
             user=request.user,
         )
-        extras = modes.run_opened_extras(run, request.build_absolute_uri("/"))
         run = _runs(request).get(pk=run.pk)
-        body = {**RunOutput(run, context={"request": request}).data, **extras}
-        return _no_store(Response(body, status=201)) if extras else Response(body, status=201)
+        return Response(RunOutput(run, context={"request": request}).data, status=201)
 
 
 def _open_episode_run(
@@ -300,12 +295,8 @@ def _open_episode_run(
     body = dict(RunOutput(run, context={"request": request}).data)
     body["benchmark_url"] = opened.extra["benchmark_url"]
     body["expires_at"] = serializers.DateTimeField().to_representation(opened.extra["expires_at"])
-    body.update(modes.run_opened_extras(opened.run, request.build_absolute_uri("/")))
-    return _no_store(Response(body, status=201))
-
-
-def _no_store(response: Response) -> Response:
-    # The answer holds the run's credentials: no cache along the way may keep it.
+    response = Response(body, status=201)
+    # The answer holds the run's credential: no cache along the way may keep it.
     response["Cache-Control"] = "no-store"
     return response
 
@@ -491,10 +482,7 @@ class RunEvaluationsApi(RunApiView):
                 '{"evaluator": [message naming the allowed ones]}.'
             ),
             403: OpenApiResponse(description="No runs.add_evaluation permission."),
-            409: OpenApiResponse(
-                description="The run is not submitted yet; or, with errored_only, its latest "
-                "evaluation is not done or has no errored result."
-            ),
+            409: OpenApiResponse(description="The run is not submitted yet."),
         },
     )
     def post(self, request: Request, run_id: int) -> Response:
@@ -506,12 +494,6 @@ class RunEvaluationsApi(RunApiView):
                 {"detail": f"Run {run.pk} is not submitted yet; submit it first."},
                 status=status.HTTP_409_CONFLICT,
             )
-        if payload.validated_data["errored_only"]:
-            try:
-                evaluation = evaluation_rerun_errored(run, created_by=request.user)
-            except NothingToRerun as refused:
-                return Response({"detail": str(refused)}, status=status.HTTP_409_CONFLICT)
-            return Response(_queued_body(request, run, evaluation), status=202)
         try:
             evaluation = evaluation_create(
                 run,

@@ -115,10 +115,9 @@ class RunStateOutput(serializers.Serializer):
     """The run's state as its pages show it (runs.state): the same phase and counts."""
 
     phase = serializers.ChoiceField(
-        choices=["preparing", "open", "live", "queued", "running", "paused", "done"],
+        choices=["preparing", "open", "live", "queued", "running", "done"],
         help_text="preparing (a worker builds a reference run's candidates), open (candidates "
-        "still being added), live (an episode run's agent may act), queued, running, paused "
-        "(its owner or an admin paused it: queued work waits), done.",
+        "still being added), live (an episode run's agent may act), queued, running, done.",
     )
     word = serializers.CharField(help_text="The phase as the pages say it.")
     evaluation = serializers.IntegerField(
@@ -129,14 +128,6 @@ class RunStateOutput(serializers.Serializer):
     total = serializers.IntegerField(help_text="Results the evaluation will have.")
     finished = serializers.IntegerField(help_text="passed + failed + error + pending.")
     scored = serializers.IntegerField(help_text="passed + failed + error.")
-    judged = serializers.IntegerField(
-        help_text="passed + failed: the results the score is over (errors of ours and tasks "
-        "without a verifier are left out)."
-    )
-    incomplete = serializers.BooleanField(
-        help_text="Done, yet fewer results judged than the run has (see docs/authors: errors "
-        "of ours)."
-    )
     passed = serializers.IntegerField()
     failed = serializers.IntegerField()
     error = serializers.IntegerField(help_text="Our fault (a verifier or sandbox broke).")
@@ -217,12 +208,6 @@ class RunCreatedOutput(RunOutput):
     )
     expires_at = serializers.DateTimeField(
         required=False, help_text="mode=episodes only: when the benchmark URL stops working."
-    )
-    model_endpoint_url = serializers.URLField(
-        required=False,
-        help_text="The run's metered model gateway (OpenAI-compatible: append "
-        "/chat/completions), when the site runs one. It holds a credential of its own, is "
-        "shown in this answer only and is never stored: keep it private.",
     )
 
 
@@ -445,20 +430,6 @@ class ReevaluateInput(StrictSerializer):
         help_text="The scorer, name@version, among those the run's contract version allows "
         f"(default: the first; known here: {', '.join(EVALUATORS)}).",
     )
-    errored_only = serializers.BooleanField(
-        required=False,
-        default=False,
-        help_text="Re-run only what errored: verify again the results an error of ours left "
-        "unjudged in the latest evaluation and carry every other verdict over unchanged (same "
-        "scorer; ``evaluator`` must then be left out).",
-    )
-
-    def validate(self, attrs: dict[str, Any]) -> dict[str, Any]:
-        if attrs.get("errored_only") and attrs.get("evaluator"):
-            raise serializers.ValidationError(
-                {"evaluator": ["a re-run of what errored keeps the latest evaluation's scorer"]}
-            )
-        return attrs
 
 
 class BundleInput(StrictSerializer):

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import api, api_artifacts, api_control
+from runs import api, api_artifacts
 
 urlpatterns = [
     path("runs/", api.RunListCreateApi.as_view(), name="api-runs"),
@@ -16,7 +16,6 @@ urlpatterns = [
         api_artifacts.RunArtifactsApi.as_view(),
         name="api-run-artifacts",
     ),
-    path("runs/<int:run_id>/control/", api_control.RunControlApi.as_view(), name="api-run-control"),
     path("runs/<int:run_id>/submit/", api.RunSubmitApi.as_view(), name="api-run-submit"),
     path(
         "runs/<int:run_id>/evaluations/",

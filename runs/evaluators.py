@@ -11,32 +11,20 @@ version) can be told apart. Hence the one rule of this registry:
 A scorer does not run verifiers: every evaluation runs the same verifiers on every sample
 (runs.pipeline), and the scorer turns the final verdicts, counted per task, into metrics.
 A contract version's ``compatible_evaluations`` says which scorers may score its runs
-(``allowed_evaluators``); listing none means the site's default, ``securebench@2``, or its
-predecessor ``securebench@1`` when a user asks for it.
-
-Errors of ours: an ``error`` result (the sandbox broke, retries ran out) is never the agent's
-failure. The ``@1`` scorers counted it as "not passed", and their stored numbers must stay
-what they computed, so they keep doing so and say it (``errors="fail"``); the ``@2`` scorers,
-the default for new evaluations, score the judged samples only (passed or failed) and leave
-errors out, as uploaded evaluations do unless their declaration says ``errors: fail``.
+(``allowed_evaluators``); listing none means ``securebench@1`` only.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Protocol
 
 from evaluations.registry import manifest_of, uploaded_definition
 from runs.stats import wilson_interval
 from verifiers.families import get_family
 
-DEFAULT_EVALUATOR = "securebench@2"
-# What a contract that lists no scorer allows: the default first, then the scorer that was
-# the default before errors were left out (its stored evaluations stay on its board).
-UNLISTED_EVALUATORS = (DEFAULT_EVALUATOR, "securebench@1")
-ERRORS_EXCLUDED = "exclude"
-ERRORS_FAIL = "fail"
+DEFAULT_EVALUATOR = "securebench@1"
 PASS_AT_K = (1, 10, 100)
 
 
@@ -56,21 +44,16 @@ class EvaluatorNotAllowed(ValueError):
 class TaskCounts:
     """One task's final samples in an evaluation.
 
-    ``n`` counts the judged samples (passed or failed); ``errored`` the samples an error of
-    ours left unjudged, which only a scorer with ``errors="fail"`` counts (as not passed,
-    scoring nothing); ``pending`` samples (a family without a verifier) are not counted at
-    all. ``c`` counts the passed samples; ``score_sum`` adds the scores of passed and failed
-    samples (verifiers may give partial credit).
+    ``n`` counts the samples that were scored (passed, failed or error: an error of ours
+    counts as not passed); ``pending`` samples (a family without a verifier) are not counted
+    at all. ``c`` counts the passed samples; ``score_sum`` adds the scores of passed and
+    failed samples (verifiers may give partial credit).
     """
 
     family: str
     n: int
     c: int
     score_sum: float = 0.0
-    errored: int = 0
-
-    def with_errors_as_failures(self) -> TaskCounts:
-        return TaskCounts(self.family, self.n + self.errored, self.c, self.score_sum, 0)
 
 
 @dataclass(frozen=True)
@@ -104,8 +87,6 @@ class Evaluator:
     program: bool = False
     scope: str = "task"
     directions: tuple[tuple[str, str], ...] = ()  # (metric, "higher" | "lower")
-    # What an error of ours does to the metrics: left out ("exclude") or a fail ("fail").
-    errors: str = ERRORS_EXCLUDED
 
     def direction(self, metric: str) -> str:
         return dict(self.directions).get(metric, "higher")
@@ -119,23 +100,10 @@ class Evaluator:
             return get_family(family).active
         return family in self.families
 
-    @property
-    def errors_fail(self) -> bool:
-        return self.errors == ERRORS_FAIL
-
-    @property
-    def errors_words(self) -> str:
-        """The scorer's error policy in one sentence, as pages and boards say it."""
-        if self.errors_fail:
-            return "Errors of ours count as failures in this evaluation's score (its choice)."
-        return "Errors of ours are left out: the score is over the judged tasks only."
-
     def evaluate(self, per_task: Iterable[TaskCounts]) -> dict[str, MetricValue]:
-        """The metrics over the tasks this scorer scores: a task of another family, or with
-        no judged sample (all pending, or all errors under ``errors="exclude"``), is left
-        out (not counted as a failure)."""
-        counts = [t.with_errors_as_failures() if self.errors_fail else t for t in per_task]
-        scored = [task for task in counts if task.n > 0 and self.scores_family(task.family)]
+        """The metrics over the tasks this scorer scores: a task of another family, or whose
+        samples are all pending, is left out (not counted as a failure)."""
+        scored = [task for task in per_task if task.n > 0 and self.scores_family(task.family)]
         return self.compute(scored)
 
 
@@ -207,45 +175,27 @@ def _pass_at_k_metrics(tasks: list[TaskCounts]) -> dict[str, MetricValue]:
 
 # --- the registry ------------------------------------------------------------------------------
 
-PASS_RATE = Evaluator(
-    name="securebench",
-    version=2,
-    metrics=("pass_rate",),
-    families=None,
-    primary_metric="pass_rate",
-    compute=_pass_rate,
-    description="the site's verifiers; mean score over the judged tasks with its Wilson "
-    "interval (errors of ours left out)",
-)
-PASS_AT_K_SCORER = Evaluator(
-    name="securebench-pass-at-k",
-    version=2,
-    metrics=tuple(f"pass@{k}" for k in PASS_AT_K),
-    families=None,
-    primary_metric="pass@1",
-    compute=_pass_at_k_metrics,
-    description="the site's verifiers; unbiased pass@k (Chen et al. 2021) over the judged "
-    "samples (errors of ours left out)",
-)
-# Version 1 of each counted an error of ours as not passed; kept, never edited (see above).
 EVALUATORS: dict[str, Evaluator] = {
     evaluator.key: evaluator
     for evaluator in (
-        PASS_RATE,
-        PASS_AT_K_SCORER,
-        replace(
-            PASS_RATE,
+        Evaluator(
+            name="securebench",
             version=1,
-            errors=ERRORS_FAIL,
-            description="the site's verifiers; mean task score with its Wilson interval "
-            "(an error of ours counts as a fail)",
+            metrics=("pass_rate",),
+            families=None,
+            primary_metric="pass_rate",
+            compute=_pass_rate,
+            description="the site's verifiers; mean task score with its Wilson interval",
         ),
-        replace(
-            PASS_AT_K_SCORER,
+        Evaluator(
+            name="securebench-pass-at-k",
             version=1,
-            errors=ERRORS_FAIL,
+            metrics=tuple(f"pass@{k}" for k in PASS_AT_K),
+            families=None,
+            primary_metric="pass@1",
+            compute=_pass_at_k_metrics,
             description="the site's verifiers; unbiased pass@k (Chen et al. 2021) for the k "
-            "the samples per task allow (an error of ours counts as a fail)",
+            "the samples per task allow",
         ),
     )
 }
@@ -281,7 +231,6 @@ def _uploaded(key: str) -> Evaluator | None:
         program=True,
         scope=manifest.scope,
         directions=tuple((metric.name, metric.direction) for metric in manifest.metrics),
-        errors=manifest.errors,
     )
 
 
@@ -298,11 +247,11 @@ def listed_evaluations(contract: dict[str, Any] | None) -> list[str]:
 
 def allowed_evaluators(contract: dict[str, Any] | None) -> list[str]:
     """The scorers that may score runs of a version with this contract, in the contract's
-    order: the listed ones this site knows; ``UNLISTED_EVALUATORS`` when none is listed.
-    Empty when every listed one is unknown here (``scoring_problem`` says so)."""
+    order: the listed ones this site knows; ``securebench@1`` when none is listed. Empty
+    when every listed one is unknown here (``scoring_problem`` says so)."""
     listed = listed_evaluations(contract)
     if not listed:
-        return list(UNLISTED_EVALUATORS)
+        return [DEFAULT_EVALUATOR]
     return [key for key in listed if evaluator_known(key)]
 
 

@@ -1,7 +1,6 @@
 """Where layers above runs join in without runs importing them.
 
-``pack_health`` finishes a health report once the last of its runs' evaluations is done;
-``episodes`` closes a cancelled run's live episodes (runs.control).
+``pack_health`` finishes a health report once the last of its runs' evaluations is done.
 """
 
 from __future__ import annotations
@@ -22,20 +21,3 @@ def on_evaluation_done(callback: EvaluationDone) -> None:
 def evaluation_done(evaluation_id: int) -> None:
     for callback in list(_evaluation_done):
         callback(evaluation_id)
-
-
-RunCancelled = Callable[[int, str], None]
-
-_run_cancelled: list[RunCancelled] = []
-
-
-def on_run_cancelled(callback: RunCancelled) -> None:
-    """Call ``callback(run_id, reason)`` when a run is cancelled, before its open work is
-    released (a live run's episodes close first, so what they hold is scored)."""
-    if callback not in _run_cancelled:
-        _run_cancelled.append(callback)
-
-
-def run_cancelled(run_id: int, reason: str) -> None:
-    for callback in list(_run_cancelled):
-        callback(run_id, reason)

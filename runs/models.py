@@ -37,14 +37,6 @@ class RunMode(models.TextChoices):
     EPISODES = "episodes", "live episodes"
 
 
-class RunControl(models.TextChoices):
-    ACTIVE = "active", "active"
-    # Queued work waits: no worker claims it, and the reaper does not send it again.
-    PAUSED = "paused", "paused"
-    # Open work was released (unjudged, reason cancelled) and live episodes closed.
-    CANCELLED = "cancelled", "cancelled"
-
-
 class Run(models.Model):
     contract_version = models.ForeignKey(
         ContractVersion, on_delete=models.PROTECT, related_name="runs"
@@ -81,12 +73,6 @@ class Run(models.Model):
     # A run of a version's health checks (pack_health): scored like any run, listed on the
     # health report only, never in run lists or on leaderboards; the only runs a draft takes.
     health_check = models.BooleanField(default=False, db_index=True)
-    # Paused or cancelled by its owner or an admin (runs.control), with the reason they wrote;
-    # each change is in the audit log too.
-    control = models.CharField(
-        max_length=16, choices=RunControl.choices, default=RunControl.ACTIVE, db_index=True
-    )
-    control_reason = models.TextField(blank=True)
 
     class Meta:
         ordering = ["-created_at", "-id"]
@@ -171,11 +157,6 @@ class Evaluation(models.Model):
     # When the run-scope call was last sent to a worker (the reaper sends it again after the
     # program's own time limit has passed with no outcome).
     program_sent_at = models.DateTimeField(null=True, blank=True)
-    # A re-run of only what errored (runs.rerun): the evaluation whose judged results it took
-    # over unchanged; its own results say which were carried over (``carried_from``).
-    rerun_of = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="reruns"
-    )
 
     class Meta:
         ordering = ["run", "-number"]
@@ -263,11 +244,6 @@ class TaskResult(models.Model):
     dispatched_at = models.DateTimeField(null=True, blank=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
-    # In a re-run of what errored: the earlier result whose verdict this one took over
-    # unchanged; null when this evaluation verified it (again).
-    carried_from = models.ForeignKey(
-        "self", null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
-    )
 
     class Meta:
         ordering = ["evaluation", "position"]
@@ -313,9 +289,6 @@ class AuditAction(models.TextChoices):
     VIEW_DIFF = "view_diff", "viewed sealed changes between versions"
     VIEW_HEALTH_EVIDENCE = "view_health_evidence", "viewed sealed evidence of a health check"
     PUBLISH_OVERRIDE = "publish_override", "published a version despite its health checks"
-    RUN_PAUSED = "run_paused", "paused a run"
-    RUN_RESUMED = "run_resumed", "resumed a run"
-    RUN_CANCELLED = "run_cancelled", "cancelled a run"
 
 
 class AuditEvent(models.Model):

@@ -48,21 +48,3 @@ def register_run_section(mode: str, section: RunSection) -> None:
 
 def run_section(mode: str) -> RunSection | None:
     return _sections.get(mode)
-
-
-# (run, base_url) → members to add to the answer that opens a run (bundle or episodes), shown
-# that once: e.g. the gateway's model endpoint URL. Registered by the layers above ``runs``.
-RunOpenedExtra = Callable[[Run, str], dict[str, Any]]
-_opened_extras: list[RunOpenedExtra] = []
-
-
-def register_run_opened_extra(extra: RunOpenedExtra) -> None:
-    if extra not in _opened_extras:
-        _opened_extras.append(extra)
-
-
-def run_opened_extras(run: Run, base_url: str) -> dict[str, Any]:
-    members: dict[str, Any] = {}
-    for extra in _opened_extras:
-        members.update(extra(run, base_url))
-    return members

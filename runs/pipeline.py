@@ -37,7 +37,6 @@ from runs.models import (
     Evaluation,
     EvaluationStatus,
     ResultStatus,
-    RunControl,
     TaskResult,
     WorkQueue,
 )
@@ -101,12 +100,7 @@ def evaluation_dispatch(evaluation_id: int, *, result_ids: Iterable[int] | None 
     both cores (and every worker) stay busy. A message that cannot be sent leaves its rows
     with no dispatch time, and the reaper sends it again.
     """
-    queued = TaskResult.objects.filter(
-        evaluation_id=evaluation_id,
-        status=ResultStatus.QUEUED,
-        # A paused run's work waits unsent; resuming sends it (runs.control).
-        evaluation__run__control=RunControl.ACTIVE,
-    )
+    queued = TaskResult.objects.filter(evaluation_id=evaluation_id, status=ResultStatus.QUEUED)
     if result_ids is not None:
         queued = queued.filter(pk__in=list(result_ids))
     rows = list(queued.order_by("position").values_list("pk", "queue"))
@@ -154,8 +148,6 @@ def results_claim(result_ids: list[int], *, worker: str) -> Claim:
             pk__in=chunk,
             status=ResultStatus.QUEUED,
             attempts__lt=settings.SECUREBENCH_MAX_ATTEMPTS,
-            # A message sent before the run was paused finds its work waiting, not claimable.
-            evaluation__run__control=RunControl.ACTIVE,
         ).update(
             status=ResultStatus.RUNNING,
             lease_token=token,
@@ -543,29 +535,21 @@ class _StoredMetric:
 
 
 def _task_counts(results: QuerySet[TaskResult]) -> list[TaskCounts]:
-    """Final samples per task in one grouped query: n (judged: passed or failed), c (passed),
-    errored (ours; the scorer decides whether they count) and the sum of the scores of the
-    judged ones (an error of ours scores nothing)."""
-    judged = Q(status__in=(ResultStatus.PASSED, ResultStatus.FAILED))
+    """Scored samples per task in one grouped query: n (passed, failed or error), c (passed)
+    and the sum of the scores of passed and failed ones (an error of ours scores nothing)."""
+    scored = (ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR)
     rows = (
-        results.filter(status__in=(ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR))
+        results.filter(status__in=scored)
         .values("task_id", "family")
         .annotate(
-            n=Count("id", filter=judged),
+            n=Count("id"),
             c=Count("id", filter=Q(status=ResultStatus.PASSED)),
-            errored=Count("id", filter=Q(status=ResultStatus.ERROR)),
-            score_sum=Sum("score", filter=judged),
+            score_sum=Sum("score", filter=~Q(status=ResultStatus.ERROR)),
         )
         .order_by()
     )
     return [
-        TaskCounts(
-            family=row["family"],
-            n=row["n"],
-            c=row["c"],
-            score_sum=row["score_sum"] or 0.0,
-            errored=row["errored"],
-        )
+        TaskCounts(family=row["family"], n=row["n"], c=row["c"], score_sum=row["score_sum"] or 0.0)
         for row in rows
     ]
 
@@ -649,9 +633,7 @@ def _lost_message_results(now: datetime) -> Any:
         Q(started_at__gte=cutoff) | Q(finished_at__gte=cutoff)
     )
     return (
-        TaskResult.objects.filter(
-            status=ResultStatus.QUEUED, evaluation__run__control=RunControl.ACTIVE
-        )
+        TaskResult.objects.filter(status=ResultStatus.QUEUED)
         .filter(
             Q(dispatched_at__isnull=True) | (Q(dispatched_at__lt=cutoff) & ~Exists(recent_progress))
         )

@@ -65,12 +65,9 @@ def run_scope_outcome(evaluation_id: int, sandbox: Sandbox | None) -> tuple[dict
     definition = uploaded_definition(evaluation.evaluator)
     if definition is None:
         return {"status": "error", "problem": f"{evaluation.evaluator} is not stored"}, ""
-    left_out = [ResultStatus.PENDING]
-    if manifest_of(definition).errors != "fail":
-        left_out.append(ResultStatus.ERROR)  # an error of ours is not the agent's to be judged
     results = list(
         TaskResult.objects.filter(evaluation_id=evaluation_id)
-        .exclude(status__in=left_out)
+        .exclude(status=ResultStatus.PENDING)
         .select_related("task", "candidate")
         .order_by("position", "sample")
     )
@@ -78,9 +75,7 @@ def run_scope_outcome(evaluation_id: int, sandbox: Sandbox | None) -> tuple[dict
     items = [
         ScoredCandidate(
             lanes[r.task_id],
-            None
-            if r.failure_reason in UNSCORED_REASONS or r.status == ResultStatus.ERROR
-            else verifier_candidate(r.candidate),
+            None if r.failure_reason in UNSCORED_REASONS else verifier_candidate(r.candidate),
             r.sample,
         )
         for r in results
@@ -130,10 +125,6 @@ def program_metrics(
         .order_by("task_id", "sample")
     )
     unscored = list(scored.filter(nothing_to_score).values_list("task_id", flat=True))
-    if evaluator.errors_fail:
-        # Asked for in the declaration (``errors: fail``): an error of ours is the worst value.
-        errored = results.filter(status=ResultStatus.ERROR)
-        unscored += list(errored.values_list("task_id", flat=True))
     metrics: dict[str, dict[str, Any]] = {}
     definition = uploaded_definition(evaluator.key)
     declared = manifest_of(definition).metrics if definition else ()

@@ -33,7 +33,6 @@ from packs.internal import internal
 from packs.models import ContractVersion, Pack, VersionState
 from runs import access, validity
 from runs.candidates import entry_size, is_blob_entry
-from runs.cost_chart import CostPoint
 from runs.evaluators import DEFAULT_EVALUATOR, board_choice, evaluator_get
 from runs.models import (
     CandidateOrigin,
@@ -43,7 +42,6 @@ from runs.models import (
     TaskResult,
 )
 from runs.progress import final_counts
-from runs.state import is_incomplete
 from runs.stats import Interval
 from runs.timings import episode_seconds
 
@@ -539,10 +537,8 @@ LEADERBOARD_FIELDS = (
     "ci_low",
     "ci_high",
     "passed",
-    "failed",
     "total",
     "pending",
-    "errored",
     "finished_at",
     "family_summary",
     # How an uploaded evaluation's interval was found, for the row's hover.
@@ -569,23 +565,10 @@ class LeaderboardRow:
     value: float | None = None
     ci_low: float | None = None
     ci_high: float | None = None
-    # Its point on the cost chart (runs.cost_board), when the page draws one.
-    cost: CostPoint | None = None
 
     @property
     def run(self) -> Run:
         return self.evaluation.run
-
-    @property
-    def judged(self) -> int:
-        return self.evaluation.passed + self.evaluation.failed
-
-    @property
-    def incomplete(self) -> bool:
-        """As the run's page says it (runs.state): a board lists done evaluations only."""
-        return is_incomplete(
-            settled=self.evaluation.is_done, judged=self.judged, total=self.evaluation.total
-        )
 
     @cached_property
     def families(self) -> list[FamilyRate | None]:
@@ -605,8 +588,6 @@ class Leaderboard:
     # Agent runs none of whose results could be verified (families with no verifier yet):
     # they have no score, so no rank.
     unscored: list[LeaderboardRow] = field(default_factory=list)
-    # Every ranked run's standing, best first: the cost chart plots them all, not one page.
-    standings: list[Standing] = field(default_factory=list)
 
 
 @dataclass
@@ -699,7 +680,6 @@ def leaderboard(
         rows(reference),
         ranked_page=ranked_page,
         unscored=rows(unscored),
-        standings=ranked,
     )
 
 

@@ -36,7 +36,6 @@ from runs.bundle import (
 )
 from runs.candidates import stored_files
 from runs.evaluators import Evaluator, EvaluatorNotAllowed, evaluator_choose, evaluator_get
-from runs.metering import measured_budget_notes
 from runs.models import (
     Candidate,
     CandidateOrigin,
@@ -476,9 +475,7 @@ def _candidate_row(
 
 def run_apply_budgets(run: Run, *, extra_notes: Iterable[str] = ()) -> None:
     """Hold the run's usage to the contract's budgets; notes found elsewhere (a live episode
-    truncated at its budget, the gateway's measured calls) are added to the ones the usage
-    gives."""
-    extra_notes = [*extra_notes, *measured_budget_notes(run)]
+    truncated at its budget) are added to the ones the usage gives."""
     budgets = contract_budgets(run.contract_version.contract)
     rows = Candidate.objects.filter(run=run).exclude(usage={})
     # Each sample is an attempt of its own, held to the per-task budget; the run's total
@@ -653,7 +650,7 @@ def evaluation_create(
             evaluator=_chosen_evaluator(run.contract_version, evaluator).key,
             created_by=_user_or_none(created_by),
         )
-        rows = result_rows(evaluation, run, timezone.now())
+        rows = _result_rows(evaluation, run, timezone.now())
         TaskResult.objects.bulk_create(rows, batch_size=BULK_BATCH)
         Evaluation.objects.filter(pk=evaluation.pk).update(total=len(rows))
         evaluation_finish_if_done(evaluation.pk)
@@ -685,7 +682,7 @@ def _scored_by_program(evaluation: Evaluation) -> bool:
     return cached
 
 
-def result_rows(evaluation: Evaluation, run: Run, now: Any) -> list[TaskResult]:
+def _result_rows(evaluation: Evaluation, run: Run, now: Any) -> list[TaskResult]:
     """One result per (task, sample), in task order then sample order.
 
     Every task gets as many results as the run has samples per task (the highest sample

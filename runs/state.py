@@ -19,15 +19,7 @@ from dataclasses import dataclass
 from django.db import connection, transaction
 from django.db.models import Count
 
-from runs.models import (
-    CandidateOrigin,
-    Evaluation,
-    ResultStatus,
-    Run,
-    RunControl,
-    RunMode,
-    TaskResult,
-)
+from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunMode, TaskResult
 
 
 class Phase:
@@ -38,7 +30,6 @@ class Phase:
     LIVE = "live"  # an episode run whose agent may still act: results land as episodes end
     QUEUED = "queued"  # submitted; no result final nor being verified yet
     RUNNING = "running"  # some results final or being verified, others still open
-    PAUSED = "paused"  # its owner or an admin paused it (runs.control): queued work waits
     DONE = "done"  # every result final, summary written
 
 
@@ -49,7 +40,6 @@ PHASES: dict[str, tuple[str, str, str]] = {
     Phase.LIVE: ("●", "live", "the agent is acting: each task is scored as its episode ends"),
     Phase.QUEUED: ("◷", "queued", "waiting for a worker: no task has been verified yet"),
     Phase.RUNNING: ("●", "running", "being scored: some tasks are finished, others are not"),
-    Phase.PAUSED: ("⏸", "paused", "paused by its owner or an admin: queued tasks wait"),
     Phase.DONE: ("✓", "done", "every task is finished and the score is final"),
 }
 # Phases whose counts can still change: views of them refresh themselves.
@@ -61,12 +51,6 @@ REFERENCE_ORIGINS = (CandidateOrigin.ORACLE, CandidateOrigin.NULL)
 # attempted) is not drawn, so a bar is never wider than the share of finished tasks.
 BAR_ORDER = (ResultStatus.PASSED, ResultStatus.FAILED, ResultStatus.ERROR, ResultStatus.PENDING)
 BAR_WIDTH = 1000.0
-
-
-def is_incomplete(*, settled: bool, judged: int, total: int) -> bool:
-    """The one rule of "incomplete" that the run's state and a board's rows both apply: the
-    counts are final, and fewer results were judged (passed or failed) than there are."""
-    return settled and judged < total
 
 
 @dataclass(frozen=True)
@@ -122,25 +106,6 @@ class RunState:
         return self.passed + self.failed + self.errored
 
     @property
-    def judged(self) -> int:
-        """Finished with a verdict on the agent's work: passed or failed. Errors of ours and
-        tasks without a verifier are not judged, and scores leave them out."""
-        return self.passed + self.failed
-
-    @property
-    def incomplete(self) -> bool:
-        """Settled, yet not every task was judged (an error of ours, or no verifier): its
-        score is over fewer tasks than the run has, which every view says."""
-        settled = self.phase in SETTLED_PHASES
-        return is_incomplete(settled=settled, judged=self.judged, total=self.total)
-
-    @property
-    def judged_words(self) -> str:
-        """ "N of M tasks judged" (results, when a task has several samples)."""
-        unit = "tasks" if self.total == self.tasks else "results"
-        return f"{self.judged} of {self.total} {unit} judged"
-
-    @property
     def open(self) -> int:
         return self.queued + self.running
 
@@ -194,8 +159,6 @@ class RunState:
             "total": self.total,
             "finished": self.finished,
             "scored": self.scored,
-            "judged": self.judged,
-            "incomplete": self.incomplete,
             "passed": self.passed,
             "failed": self.failed,
             "error": self.errored,
@@ -221,8 +184,6 @@ def phase_of(run: Run, evaluation: Evaluation | None, counts: dict[str, int]) ->
         return Phase.QUEUED  # submitted a moment ago: its evaluation is being written
     if evaluation.is_done:
         return Phase.DONE
-    if run.control == RunControl.PAUSED:
-        return Phase.PAUSED
     if run.mode == RunMode.EPISODES and not run.is_submitted:
         return Phase.LIVE
     started = any(counts.get(s) for s in (*BAR_ORDER, ResultStatus.RUNNING))

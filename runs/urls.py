@@ -1,6 +1,6 @@
 from django.urls import path
 
-from runs import control_views, privileged_diff, privileged_views, reference_views, views
+from runs import privileged_diff, privileged_views, reference_views, views
 
 app_name = "runs"
 
@@ -11,8 +11,6 @@ urlpatterns = [
     path("runs/compare/", views.run_compare, name="compare"),
     path("runs/<int:run_id>/", views.run_detail, name="detail"),
     path("runs/<int:run_id>/reevaluate/", views.run_reevaluate, name="reevaluate"),
-    path("runs/<int:run_id>/rerun-errored/", views.run_rerun_errored, name="rerun-errored"),
-    path("runs/<int:run_id>/control/", control_views.run_control, name="control"),
     path(
         "runs/<int:run_id>/evaluations/<int:number>/progress/",
         views.evaluation_progress,

@@ -28,20 +28,15 @@ from packs.uploads import cap_uploads, upload_declared_too_large, upload_was_too
 from runs import (
     access,
     comparison,
-    cost_axes,
-    cost_board,
     modes,
     privileged,
     progress,
     samples,
     selectors,
-    task_costs,
     timings,
     validity,
 )
 from runs.bundle import BundleRejected
-from runs.control import can_control
-from runs.error_rates import evaluation_error_rates
 from runs.evaluators import (
     EVALUATORS,
     EvaluatorNotAllowed,
@@ -57,7 +52,6 @@ from runs.forms import (
     bundle_too_large_message,
 )
 from runs.models import CandidateOrigin, Evaluation, ResultStatus, Run, RunSource
-from runs.rerun import NothingToRerun, evaluation_rerun_errored, rerun_counts
 from runs.services import (
     RunMetadata,
     bundle_upload_parse,
@@ -306,8 +300,6 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             comparable=selectors.comparable_runs(run),
             validity_word=validity.validity_word(run, judged=validity.has_judged_candidate(run)),
             can_reevaluate=access.can_reevaluate(request.user) and run.is_submitted,
-            can_rerun_errored=access.can_rerun_errored(request.user, run),
-            can_control=can_control(request.user, run),
             # A run-scope evaluation program's log: offered in debug mode to the privileged.
             can_reveal=access.can_view_privileged(request.user, run),
             debug_on=privileged.debug_mode(request) is not None,
@@ -320,8 +312,6 @@ def run_detail(request: HttpRequest, run_id: int) -> HttpResponse:
             context["run_section"] = section(request, run)
         if evaluation is not None:
             context.update(_evaluation_context(evaluation, evaluations))
-            context["rerun"] = rerun_counts(evaluation)
-            context["error_rates"] = evaluation_error_rates(evaluation)
             if context["samples"]:
                 context["task_passes"] = _task_passes(request, run, evaluation)
         template = (
@@ -398,26 +388,6 @@ def run_reevaluate(request: HttpRequest, run_id: int) -> HttpResponse:
         "it scores the same candidates again.",
     )
     url = f"{reverse('runs:detail', args=[run.pk])}?evaluation={evaluation.number}"
-    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-
-
-@require_POST
-def run_rerun_errored(request: HttpRequest, run_id: int) -> HttpResponse:
-    run = selectors.run_get(run_id, user=request.user)
-    if not access.can_rerun_errored(request.user, run):
-        raise PermissionDenied("Re-running what errored needs the run's owner or a reviewer.")
-    url = reverse("runs:detail", args=[run.pk])
-    try:
-        evaluation = evaluation_rerun_errored(run, created_by=request.user)
-    except NothingToRerun as refused:
-        messages.error(request, f"Nothing re-run: {refused}.")
-        return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
-    messages.success(
-        request,
-        f"Evaluation {evaluation.number} of run {run.pk} created: it verifies again what errored "
-        f"in evaluation {evaluation.rerun_of.number} and carries the other verdicts over.",
-    )
-    url = f"{url}?evaluation={evaluation.number}"
     return HttpResponseClientRedirect(url) if request.htmx else redirect(url)
 
 
@@ -498,11 +468,6 @@ def leaderboard_detail(request: HttpRequest, pack_id: str, version: int) -> Http
         "pack": contract_version.pack,
         "board": board,
         "choice": choice,
-        # Score against cost (?axis=), over every ranked run.
-        "cost": cost_board.leaderboard_cost_chart(
-            contract_version, board, choice, request.GET.get("axis")
-        ),
-        "axes": list(cost_axes.AXES.values()),
         # The version before, and whether its scores compare with these (packs.diff).
         "previous": _previous_board(request, contract_version),
         "can_score_references": contract_version.state == VersionState.PUBLISHED
@@ -540,12 +505,8 @@ def run_compare(request: HttpRequest) -> HttpResponse:
     pairs = comparison.verdict_pairs(compared.evaluation_a, compared.evaluation_b)
     if category:
         pairs = pairs.filter(verdict=category)
-    pairs = task_costs.with_task_usage(pairs, a, b)
     context = {
         "comparison": compared,
-        # Each task's cost beside its verdicts, on the axis the leaderboard's chart offers.
-        "axis": cost_axes.axis_get(request.GET.get("axis")),
-        "axes": list(cost_axes.AXES.values()),
         "cv": a.contract_version,
         "category": category,
         "categories": comparison.VERDICT_CATEGORIES,

@@ -1,5 +1,4 @@
-"""Logging filters. The CUBE endpoints' and the model gateway's URLs are capabilities
-(episodes.capabilities): any
+"""Logging filters. The CUBE endpoints' URLs are capabilities (episodes.capabilities): any
 log line that quotes a request path, e.g. the development server's or gunicorn's access log,
 gets the secret segment replaced before it is written anywhere.
 
@@ -15,8 +14,7 @@ import logging
 import re
 from urllib.parse import quote, unquote
 
-# The CUBE endpoints' and the model gateway's (gateway.capabilities) capability segments.
-CAPABILITY_PATH = re.compile(r"(/(?:cube/+(?:runs|episodes)|gateway)/+)[^/\s\"?]+")
+CAPABILITY_PATH = re.compile(r"(/cube/+(?:runs|episodes)/+)[^/\s\"?]+")
 WORD = re.compile(r"[^\s\"']+")
 # What stays readable when a decoded word is written back (the rest is escaped again, so a
 # decoded %0A cannot start a forged log line).

@@ -143,7 +143,6 @@ INSTALLED_APPS = [
     "runs",
     "pack_health",
     "episodes",
-    "gateway",
     "operations",
     "dashboard",
 ]
@@ -628,13 +627,3 @@ SECUREBENCH_PUBLIC_RESULTS = env_bool("SECUREBENCH_PUBLIC_RESULTS", False)
 SECUREBENCH_DEBUG_MODE_MINUTES = env_int("SECUREBENCH_DEBUG_MODE_MINUTES", 30)
 # The API answers 401/403 JSON: DRF views skip the login middleware and ask packs.access.
 REST_FRAMEWORK["DEFAULT_PERMISSION_CLASSES"] = ["packs.permissions.CanBrowse"]
-
-# --- The metered model gateway (gateway app) ----------------------------------------------------
-# The provider every run's model endpoint forwards to (an OpenAI-compatible base URL ending in
-# /v1, or Anthropic's for /v1/messages), and the operator's key for it. Without a base URL the
-# gateway answers 503; without a key only calls that bring their own (X-Provider-Key) go out.
-SECUREBENCH_GATEWAY_BASE_URL = env_str("SECUREBENCH_GATEWAY_BASE_URL").rstrip("/")
-SECUREBENCH_GATEWAY_API_KEY = env_str("SECUREBENCH_GATEWAY_API_KEY")
-# How long the provider may take to answer (and between two streamed chunks).
-SECUREBENCH_GATEWAY_TIMEOUT_SECONDS = float(env_int("SECUREBENCH_GATEWAY_TIMEOUT_SECONDS", 300))
-SECUREBENCH_GATEWAY_MAX_BODY_BYTES = env_int("SECUREBENCH_GATEWAY_MAX_BODY_BYTES", 8 * 1024 * 1024)

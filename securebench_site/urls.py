@@ -15,7 +15,6 @@ urlpatterns = [
     path("evaluations/", include("evaluations.urls")),
     path("", include("runs.urls")),
     path("", include("episodes.urls")),
-    path("", include("gateway.urls")),
     path("", include("pack_health.urls")),
     path("", include("operations.urls")),
     path("api/v1/", include("packs.api_urls")),

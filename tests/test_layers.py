@@ -26,7 +26,6 @@ PACKAGES = (
     "securebench_site",
     "dashboard",
     "operations",
-    "gateway",
     "episodes",
     "pack_health",
     "runs",

@@ -50,9 +50,6 @@ class Reason:
     # An author's evaluation program crashed, timed out or answered out of its declaration:
     # the evaluation's fault (shown to its authors), never the candidate's.
     EVALUATION_ERROR = "evaluation_error"
-    # Set by the site, never by a verifier: the run was cancelled before this result was
-    # verified (runs.control); unjudged, like an error of ours, never the agent's failure.
-    CANCELLED = "cancelled"
 
     ALL: frozenset[str] = frozenset()
 

@@ -7,6 +7,7 @@ only, so colours come from classes and SVG sizes from presentation attributes.
 from __future__ import annotations
 
 from django import template
+from django.contrib.humanize.templatetags.humanize import intcomma
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import SafeString, mark_safe
 from pygments.lexers import DiffLexer, PythonLexer, TextLexer
@@ -105,18 +106,11 @@ def board_score(row, metric: str) -> SafeString:
     )
 
 
-ERRORED_TITLE = "errors of ours, not the agent's: not judged, and left out of this count"
 NO_VERIFIER_TITLE = "their family has no verifier yet: left out of the score, not failed"
 
 
 def _count(value: object) -> int:
     return int(value or 0)  # type: ignore[call-overload]
-
-
-def _grouped(count: int) -> str:
-    # What humanize's intcomma gives in the site's one language (en-us), without its trip
-    # through the localization machinery: a board calls this a few hundred times a page.
-    return f"{count:,}"
 
 
 def no_verifier_only(total: object, pending: object) -> bool:
@@ -143,32 +137,25 @@ def score_cell(
 
 
 @register.simple_tag
-def passed_total(
-    passed: object, total: object, pending: object = 0, errored: object = 0
-) -> SafeString:
-    """Passed out of the results that were judged, as in "2 / 3"; results of a family with no
-    verifier and errors of ours are counted apart ("2 / 3 · 1 errored"), never as failures."""
+def passed_total(passed: object, total: object, pending: object = 0) -> SafeString:
+    """Passed out of the results that were scored, as in "2 / 3"; results of a family with no
+    verifier are counted apart ("2 / 3 · 1 no verifier"), never as failures."""
+    scored = _count(total) - _count(pending)
     if no_verifier_only(total, pending):
         return format_html(
             '<span class="muted" title="{}">{} no verifier</span>',
             NO_VERIFIER_TITLE,
-            _grouped(_count(pending)),
+            intcomma(_count(pending)),
         )
-    judged = _count(total) - _count(pending) - _count(errored)
-    text = format_html("{} / {}", _grouped(_count(passed)), _grouped(judged))
-    for count, words, title in (
-        (_count(errored), "errored", ERRORED_TITLE),
-        (_count(pending), "no verifier", NO_VERIFIER_TITLE),
-    ):
-        if count:
-            text = format_html(
-                '{} <span class="muted small" title="{}">· {} {}</span>',
-                text,
-                title,
-                _grouped(count),
-                words,
-            )
-    return text
+    text = format_html("{} / {}", intcomma(_count(passed)), intcomma(scored))
+    if not _count(pending):
+        return text
+    return format_html(
+        '{} <span class="muted small" title="{}">· {} no verifier</span>',
+        text,
+        NO_VERIFIER_TITLE,
+        intcomma(_count(pending)),
+    )
 
 
 # On a score column's heading: the bracket after every score, explained once.
@@ -344,15 +331,6 @@ def errors_label(evaluation) -> str:
     except UnknownEvaluator:
         program = False
     return "the evaluation's or ours, never the agent's" if program else "ours, not the agent's"
-
-
-@register.simple_tag
-def errors_policy(evaluation) -> str:
-    """What the evaluation's scorer does with errors of ours, in one sentence."""
-    try:
-        return evaluator_get(evaluation.evaluator).errors_words
-    except UnknownEvaluator:
-        return ""
 
 
 @register.filter

@@ -113,7 +113,7 @@ def test_an_author_uploads_an_evaluation_and_rescores_a_run_with_it(site, browse
     # The pack's Evaluations section: the built-in scorers, no uploaded evaluation yet.
     section = page.locator("#evaluations")
     expect(section.locator("h2")).to_have_text("Evaluations")
-    expect(section).to_contain_text("securebench@2")
+    expect(section).to_contain_text("securebench@1")
     expect(section.locator(".badge", has_text="built in").first).to_be_visible()
     expect(section.locator(".empty")).to_contain_text("No uploaded evaluation scores")
     page.screenshot(path=SCREENSHOTS / "evaluation-pack-empty.png", full_page=True)
@@ -212,7 +212,7 @@ def test_an_author_uploads_an_evaluation_and_rescores_a_run_with_it(site, browse
         expect(row.locator(".metric", has_text="accuracy")).to_have_text(f"accuracy {share:.2f}")
         expect(row).to_contain_text("passed" if share >= 0.9 else "failed")
     # The built-in evaluation stays as it was.
-    expect(evaluations.filter(has_text="securebench@2")).to_have_count(1)
+    expect(evaluations.filter(has_text="securebench@1")).to_have_count(1)
     page.screenshot(path=SCREENSHOTS / "evaluation-run-rescored.png", full_page=True)
 
     # A failed task's page gives its accuracy too, and says which evaluation reported it.

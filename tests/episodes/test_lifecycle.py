@@ -21,7 +21,6 @@ from episodes.models import Episode, EpisodeRun, Step
 from episodes.services import OraclePrivilege, episode_run_open, episodes_reap
 from packs.models import ContractVersion
 from packs.services import pack_import_folder
-from runs.control import run_cancel
 from runs.models import AuditAction, AuditEvent, ResultStatus, Run, TaskResult
 from runs.pipeline import score_results
 from runs.privileged import session_debug_mode
@@ -383,22 +382,3 @@ def test_bodies_over_the_limit_and_other_verbs_get_invalid_request(mc_version):
     for response in (big, got):
         assert response.status_code == 200 and response.json()["error"]["code"] == -32600
     assert "1,000 bytes" in big.json()["error"]["message"]
-
-
-def test_cancelling_a_live_run_closes_its_url_and_episodes_then_releases_its_work(mc_version):
-    owner = make_user("owner", "submitter")
-    run, url = open_run(mc_version, user=owner)
-    task = spawn(url, mc_version.tasks.order_by("position").first().task_id)
-    call(task, "cube/reset")
-
-    run_cancel(run, user=owner, reason="the agent loops")
-
-    assert error_code(call(url, "cube/info")) == -32001
-    assert Episode.objects.get(episode_run__run=run).ending == "abandoned"
-    score_queued(run)  # the abandoned episode's answer, scored as it stood
-    evaluation = run.evaluations.get()
-    evaluation.refresh_from_db()
-    # Closed as a revoked run closes: what the episodes held is scored, the rest released.
-    assert evaluation.is_done
-    assert not TaskResult.objects.filter(evaluation=evaluation, status__in=["queued", "running"])
-    assert AuditEvent.objects.filter(action=AuditAction.RUN_CANCELLED).count() == 1

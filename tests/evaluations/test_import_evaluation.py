@@ -16,7 +16,6 @@ from evaluations.models import EvaluationDefinition, EvaluationFile
 from evaluations.services import evaluation_import_folder
 from packs.models import blob_name
 from packs.services import UploadRejected, pack_import_folder
-from runs.evaluators import evaluator_get
 from tests.conftest import make_user
 
 pytestmark = pytest.mark.django_db
@@ -160,21 +159,3 @@ def test_the_command_prints_json_and_exits_non_zero_on_problems(tmp_path, demo_p
     answer = json.loads(capsys.readouterr().out)
     assert answer["stored"] is False
     assert any(problem["field"] == "scope" for problem in answer["problems"])
-
-
-def test_an_error_policy_is_exclude_or_fail_and_a_bad_one_is_named_by_line(tmp_path, demo_pack):
-    with pytest.raises(UploadRejected) as refused:
-        evaluation_import_folder(folder=write_evaluation(tmp_path / "bad", declaration(errors="x")))
-    problem = next(p for p in refused.value.problems if p.field == "errors")
-    text = (tmp_path / "bad" / "evaluation.yaml").read_text().splitlines()
-    assert problem.line is not None and text[problem.line - 1].startswith("errors:")
-
-    failing = evaluation_import_folder(
-        folder=write_evaluation(tmp_path / "fail", declaration(errors="fail"))
-    )
-    default = evaluation_import_folder(
-        folder=write_evaluation(tmp_path / "plain", declaration(id="plain"))
-    )
-    assert evaluator_get(failing.definition.key).errors_fail
-    assert not evaluator_get(default.definition.key).errors_fail
-    assert "count as failures" in evaluator_get(failing.definition.key).errors_words

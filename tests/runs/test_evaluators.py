@@ -66,11 +66,11 @@ def test_every_scorer_is_keyed_by_a_name_a_contract_can_list():
 
 def test_an_unknown_scorer_is_refused_by_name():
     with pytest.raises(UnknownEvaluator) as refused:
-        evaluator_get("securebench@3")
+        evaluator_get("securebench@2")
 
     assert str(refused.value) == (
-        "'securebench@3' is not an evaluation this site knows (built in: securebench@2, "
-        "securebench-pass-at-k@2, securebench@1, securebench-pass-at-k@1; or one uploaded)"
+        "'securebench@2' is not an evaluation this site knows "
+        "(built in: securebench@1, securebench-pass-at-k@1; or one uploaded)"
     )
 
 
@@ -99,9 +99,9 @@ def test_scorers_score_the_families_they_name_and_skip_pending_tasks():
 @pytest.mark.parametrize(
     ("contract", "allowed"),
     [
-        (None, ["securebench@2", "securebench@1"]),
-        ({}, ["securebench@2", "securebench@1"]),
-        ({"compatible_evaluations": []}, ["securebench@2", "securebench@1"]),
+        (None, ["securebench@1"]),
+        ({}, ["securebench@1"]),
+        ({"compatible_evaluations": []}, ["securebench@1"]),
         ({"compatible_evaluations": [PASS_AT_K]}, [PASS_AT_K]),
         ({"compatible_evaluations": [PASS_AT_K, "securebench@1"]}, [PASS_AT_K, "securebench@1"]),
         ({"compatible_evaluations": ["other-eval@12", "securebench@1"]}, ["securebench@1"]),
@@ -131,8 +131,7 @@ def test_choosing_a_scorer_the_contract_does_not_allow_names_the_allowed_ones():
         evaluator_choose(BOTH, "nope@1")
 
     assert str(disallowed.value) == (
-        f"{PASS_AT_K} may not score runs of this version; its contract allows: securebench@2, "
-        "securebench@1."
+        f"{PASS_AT_K} may not score runs of this version; its contract allows: securebench@1."
     )
     assert str(unknown.value) == (
         "'nope@1' is not an evaluation this site knows; this version may be scored by: "
@@ -436,7 +435,7 @@ def test_the_run_page_refuses_a_scorer_the_version_does_not_allow(client, make_p
     assert run.evaluations.count() == 1
     assert (
         f"Not re-evaluated: {PASS_AT_K} may not score runs of this version; its contract "
-        "allows: securebench@2, securebench@1." in response.content.decode()
+        "allows: securebench@1." in response.content.decode()
     )
 
 
@@ -473,13 +472,12 @@ def test_the_api_refuses_a_disallowed_or_unknown_scorer_with_400(make_pack, revi
     assert disallowed.status_code == 400
     assert disallowed.json() == {
         "evaluator": [
-            f"{PASS_AT_K} may not score runs of this version; its contract allows: "
-            "securebench@2, securebench@1."
+            f"{PASS_AT_K} may not score runs of this version; its contract allows: securebench@1."
         ]
     }
     assert unknown.status_code == 400
     assert "'nope@1' is not an evaluation this site knows" in unknown.json()["evaluator"][0]
-    assert default.status_code == 202 and default.json()["evaluator"] == "securebench@2"
+    assert default.status_code == 202 and default.json()["evaluator"] == "securebench@1"
     assert list(run.evaluations.values_list("number", flat=True)) == [2, 1]
 
 
@@ -506,7 +504,7 @@ def test_the_command_refuses_a_disallowed_scorer(make_pack):
 
     assert str(refused.value) == (
         f"run {run.pk} (command-default v1) not re-evaluated: {PASS_AT_K} may not score runs "
-        "of this version; its contract allows: securebench@2, securebench@1."
+        "of this version; its contract allows: securebench@1."
     )
     assert run.evaluations.count() == 1
 

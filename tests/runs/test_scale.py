@@ -18,7 +18,6 @@ from packs.selectors import evaluator_lanes_for_tasks
 from packs.services import pack_import_folder
 from runs import pipeline
 from runs.bundle import BundleLine, ParsedBundle
-from runs.evaluators import DEFAULT_EVALUATOR
 from runs.models import Evaluation, EvaluationStatus, ResultStatus, Run, RunSource, TaskResult
 from runs.progress import evaluation_progress
 from runs.services import RunMetadata, run_submit_bundle
@@ -173,7 +172,7 @@ def test_the_leaderboard_shows_a_page_of_ranks_and_ranks_across_pages(client, cv
         Evaluation.objects.create(
             run=run,
             number=1,
-            evaluator=DEFAULT_EVALUATOR,
+            evaluator="securebench@1",
             status=EvaluationStatus.DONE,
             finished_at=timezone.now(),
             total=TASKS,

@@ -114,7 +114,6 @@ def api_body(world: LeakWorld, operation: str) -> tuple[Any, str | None]:
         "run_candidates_add": ({"candidates": wrong_candidates(world.root)}, "json"),
         "run_submit": (None, None),
         "run_reevaluate": (None, None),
-        "run_control": ({"action": "pause", "reason": "attacker pauses"}, "json"),
         "run_bundle_submit": (
             {
                 "pack": "leaky",

@@ -1,10 +1,8 @@
-"""python manage.py reevaluate_run --run ID [--evaluator name@version | --errored] [--wait] [--json]
+"""python manage.py reevaluate_run --run ID [--evaluator name@version] [--wait] [--json]
 
 Queues a new evaluation of a submitted run's candidates by one of the scorers its contract
-version allows (default: the first). Earlier evaluations stay. ``--errored`` re-runs only what
-errored (runs.rerun): the latest evaluation's errored results are verified again and the
-others carried over. ``--wait`` polls until a worker has finished it; ``--json`` prints the
-evaluation with its metrics.
+version allows (default: the first). Earlier evaluations stay. ``--wait`` polls until a
+worker has finished it; ``--json`` prints the evaluation with its metrics.
 """
 
 from __future__ import annotations
@@ -17,7 +15,6 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from runs.evaluators import EvaluatorNotAllowed, allowed_evaluators, metrics_of
 from runs.models import Evaluation, Run
-from runs.rerun import NothingToRerun, evaluation_rerun_errored
 from runs.services import RunAlreadySubmitted, evaluation_create
 
 POLL_SECONDS = 0.5
@@ -31,11 +28,6 @@ class Command(BaseCommand):
         parser.add_argument(
             "--evaluator", default=None, help="name@version (default: the version's first)"
         )
-        parser.add_argument(
-            "--errored",
-            action="store_true",
-            help="verify again only the latest evaluation's errored results, carry the rest over",
-        )
         parser.add_argument("--wait", action="store_true", help="wait until scoring is done")
         parser.add_argument(
             "--timeout", type=float, default=3600.0, help="seconds --wait waits (default 3600)"
@@ -48,15 +40,8 @@ class Command(BaseCommand):
             raise CommandError(f"run {options['run']} does not exist")
         if not run.is_submitted:
             raise CommandError(f"run {run.pk} is not submitted yet; it can be re-scored once it is")
-        if options["errored"] and options["evaluator"]:
-            raise CommandError("--errored keeps the latest evaluation's scorer: drop --evaluator")
         try:
-            if options["errored"]:
-                evaluation = evaluation_rerun_errored(run)
-            else:
-                evaluation = evaluation_create(run, evaluator=options["evaluator"])
-        except NothingToRerun as refused:
-            raise CommandError(str(refused)) from refused
+            evaluation = evaluation_create(run, evaluator=options["evaluator"])
         except EvaluatorNotAllowed as refused:
             cv = run.contract_version
             raise CommandError(
@@ -121,6 +106,4 @@ def outcome(evaluation: Evaluation) -> dict[str, Any]:
         "failed": evaluation.failed,
         "errored": evaluation.errored,
         "pending": evaluation.pending,
-        "judged": evaluation.passed + evaluation.failed,
-        "rerun_of": evaluation.rerun_of.number if evaluation.rerun_of else None,
     }

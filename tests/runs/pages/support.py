@@ -12,7 +12,6 @@ from django.utils import timezone
 
 from packs.models import ContractVersion
 from packs.services import pack_import_folder
-from runs.evaluators import DEFAULT_EVALUATOR
 from runs.models import (
     Evaluation,
     EvaluationStatus,
@@ -67,7 +66,7 @@ def make_evaluation(
     evaluation = Evaluation.objects.create(
         run=run,
         number=number,
-        evaluator=DEFAULT_EVALUATOR,
+        evaluator="securebench@1",
         status=EvaluationStatus.DONE if done else EvaluationStatus.RUNNING,
         finished_at=timezone.now() if done else None,
     )
