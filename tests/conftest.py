@@ -77,28 +77,29 @@ def _needs_database(item: pytest.Item) -> bool:
 # processes idle while it ran on alone.
 SLOWEST_FIRST = (
     "test_bench_smoke.py",
-    "test_reference_packs.py",
-    "test_live_episodes.py",
-    "test_infrastructure_journey.py",
-    "test_episode_attacks.py",
-    "test_make_run_stop.py",
+    "pack_health/test_reference_packs.py",
+    "episodes/test_live_episodes.py",
+    "e2e/test_infrastructure_journey.py",
+    "episodes/test_episode_attacks.py",
+    "runs/test_make_run_stop.py",
     "test_readme_commands.py",
     "test_docs_commands.py",
-    "test_narrow_screens.py",
-    "test_repeat_check.py",
+    "e2e/test_narrow_screens.py",
+    "pack_health/test_repeat_check.py",
 )
+TESTS_ROOT = Path(__file__).resolve().parent
 
 
 def _schedule_rank(item: pytest.Item) -> int:
-    name = item.path.name
-    return SLOWEST_FIRST.index(name) if name in SLOWEST_FIRST else len(SLOWEST_FIRST)
+    # Paths under tests/: a file name alone would also match a fast namesake elsewhere.
+    relative = item.path.resolve().relative_to(TESTS_ROOT).as_posix()
+    return SLOWEST_FIRST.index(relative) if relative in SLOWEST_FIRST else len(SLOWEST_FIRST)
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     items.sort(key=_schedule_rank)  # stable: the rest keep their order
-    tests_root = Path(__file__).resolve().parent
     for item in items:
-        relative = item.path.resolve().relative_to(tests_root)
+        relative = item.path.resolve().relative_to(TESTS_ROOT)
         if (
             relative.parts[0] in DATABASE_INDEPENDENT
             or item.path.name in DATABASE_INDEPENDENT_FILES

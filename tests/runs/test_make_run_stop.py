@@ -26,8 +26,9 @@ PACK = "python-functions"
 # children killed by the signal, showed every time, and is checked in every round.
 ROUNDS = (signal.SIGINT, signal.SIGTERM)
 # A hang never ends; a warm shutdown does, once each pool process has removed its idle
-# containers (up to a minute's wait on an engine busy with other work, as in CI, where an
-# image export ran beside it and 90 s fell short once).
+# containers (each may wait up to a minute on a busy engine). Note: a pytest started with
+# SIGINT ignored (a background job of a non-interactive shell) passes that on to `make run`,
+# and the SIGINT round then never stops: launch the suite from a normal shell.
 STOP_SECONDS = 180
 
 
